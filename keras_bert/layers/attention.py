@@ -1,0 +1,99 @@
+"""Multi-head self-attention as BERT computes it, with the softmax kept in float32."""
+
+import keras
+from keras import ops
+
+# The additive mask google-research/bert applies to padded keys before the softmax.
+MASK_BIAS = -10000.0
+
+
+def attention_bias(input_mask, dtype="float32"):
+    """Turns an input mask [batch, seq] (1 = real token) into an additive bias.
+
+    The result has shape [batch, 1, 1, seq] and broadcasts over heads and queries:
+    0 where a key may be attended to, -10000 where it is padding.
+    """
+    mask = ops.cast(input_mask, dtype)
+    return ops.expand_dims(ops.expand_dims((1.0 - mask) * MASK_BIAS, 1), 1)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertSelfAttention(keras.layers.Layer):
+    """Scaled dot-product self-attention over A heads with query/key/value/output projections.
+
+    The projections are `keras.layers.EinsumDense` with the same kernel layout as
+    `keras.layers.MultiHeadAttention` ([H, A, H/A] for query/key/value and
+    [A, H/A, H] for the output), so weights move between the two unchanged. Unlike
+    `MultiHeadAttention`, the masked softmax always runs in float32, also under the
+    `mixed_float16` / `mixed_bfloat16` policies, and the mask is BERT's additive bias.
+
+    Args:
+        num_heads: A.
+        head_size: H / A.
+        dropout: dropout rate on the attention probabilities.
+        initializer_range: stddev of the truncated-normal kernel initializer.
+
+    Call args:
+        x: [batch, seq, H].
+        bias: additive attention bias [batch, 1, 1, seq] from `attention_bias`.
+        return_probs: also return the attention probabilities [batch, A, seq, seq].
+
+    Example:
+
+    >>> layer = BertSelfAttention(num_heads=2, head_size=4)
+    >>> x = keras.ops.ones((1, 3, 8))
+    >>> tuple(layer(x, attention_bias(keras.ops.ones((1, 3)))).shape)
+    (1, 3, 8)
+    """
+
+    def __init__(self, num_heads, head_size, dropout=0.1, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.head_size = head_size
+        self.dropout_rate = dropout
+        self.initializer_range = initializer_range
+        hidden = num_heads * head_size
+        init = keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+        def projection(name):
+            return keras.layers.EinsumDense(
+                "abc,cde->abde", output_shape=(None, num_heads, head_size), bias_axes="de",
+                kernel_initializer=init, dtype=self.dtype_policy, name=name)
+
+        self.query = projection("query")
+        self.key = projection("key")
+        self.value = projection("value")
+        self.output_dense = keras.layers.EinsumDense(
+            "abcd,cde->abe", output_shape=(None, hidden), bias_axes="e",
+            kernel_initializer=init, dtype=self.dtype_policy, name="attention_output")
+        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self._scale = 1.0 / float(head_size) ** 0.5
+
+    def build(self, input_shape):
+        for layer in (self.query, self.key, self.value):
+            layer.build(input_shape)
+        self.output_dense.build((None, None, self.num_heads, self.head_size))
+        self.built = True
+
+    def call(self, x, bias, training=None, return_probs=False):
+        q = self.query(x)
+        k = self.key(x)
+        v = self.value(x)
+        scores = ops.einsum("bqnh,bknh->bnqk", q * ops.cast(self._scale, q.dtype), k)
+        probs = ops.softmax(ops.cast(scores, "float32") + ops.cast(bias, "float32"), axis=-1)
+        probs = ops.cast(probs, self.compute_dtype)
+        context = ops.einsum("bnqk,bknh->bqnh", self.dropout(probs, training=training), v)
+        out = self.output_dense(context)
+        return (out, probs) if return_probs else out
+
+    def compute_output_spec(self, x, bias, training=None, return_probs=False):
+        out = keras.KerasTensor(x.shape, dtype=self.compute_dtype)
+        if not return_probs:
+            return out
+        probs_shape = (x.shape[0], self.num_heads, x.shape[1], x.shape[1])
+        return out, keras.KerasTensor(probs_shape, dtype=self.compute_dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "num_heads": self.num_heads,
+                "head_size": self.head_size, "dropout": self.dropout_rate,
+                "initializer_range": self.initializer_range}

@@ -1,0 +1,108 @@
+"""The post-LayerNorm transformer block of BERT (Vaswani et al. 2017, as used in the paper)."""
+
+import keras
+
+from keras_bert.layers.attention import BertSelfAttention
+
+
+def get_activation(name):
+    """Maps a `BertConfig.hidden_act` name to a Keras activation function."""
+    if name == "gelu":
+        return lambda x: keras.activations.gelu(x, approximate=False)
+    if name == "gelu_tanh":
+        return lambda x: keras.activations.gelu(x, approximate=True)
+    if name in ("relu", "tanh", "silu"):
+        return keras.activations.get(name)
+    raise ValueError(f"Unknown activation {name!r}; use gelu, gelu_tanh, relu, tanh or silu.")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class TransformerBlock(keras.layers.Layer):
+    """One BERT layer: self-attention and a feed-forward network, each followed by
+    dropout, a residual connection and LayerNorm (post-LN).
+
+    Args:
+        num_heads: A.
+        intermediate_size: I, the feed-forward width.
+        hidden_act: activation name of the feed-forward layer (see `BertConfig`).
+        dropout: dropout on sub-layer outputs.
+        attention_dropout: dropout on attention probabilities.
+        layer_norm_eps: LayerNorm epsilon.
+        initializer_range: stddev of the truncated-normal kernel initializer.
+
+    Call args:
+        x: [batch, seq, H].
+        bias: additive attention bias [batch, 1, 1, seq].
+        return_probs: also return the attention probabilities.
+
+    Example:
+
+    >>> from keras_bert.layers.attention import attention_bias
+    >>> block = TransformerBlock(num_heads=2, intermediate_size=32)
+    >>> x = keras.ops.ones((2, 4, 8))
+    >>> tuple(block(x, attention_bias(keras.ops.ones((2, 4)))).shape)
+    (2, 4, 8)
+    """
+
+    def __init__(self, num_heads, intermediate_size, hidden_act="gelu", dropout=0.1,
+                 attention_dropout=0.1, layer_norm_eps=1e-12, initializer_range=0.02,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.dropout_rate = dropout
+        self.attention_dropout = attention_dropout
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+        self._activation = get_activation(hidden_act)
+
+    def build(self, input_shape):
+        hidden = input_shape[-1]
+        if hidden % self.num_heads:
+            raise ValueError(f"TransformerBlock: hidden size {hidden} is not divisible by "
+                             f"num_heads {self.num_heads}.")
+        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        policy = self.dtype_policy
+        self.attention = BertSelfAttention(
+            self.num_heads, hidden // self.num_heads, dropout=self.attention_dropout,
+            initializer_range=self.initializer_range, dtype=policy, name="attention")
+        self.attention_dropout_layer = keras.layers.Dropout(self.dropout_rate, dtype=policy)
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_eps, dtype=policy, name="attention_layer_norm")
+        self.intermediate = keras.layers.Dense(
+            self.intermediate_size, kernel_initializer=init, dtype=policy, name="intermediate")
+        self.output_dense = keras.layers.Dense(
+            hidden, kernel_initializer=init, dtype=policy, name="output")
+        self.output_dropout = keras.layers.Dropout(self.dropout_rate, dtype=policy)
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_eps, dtype=policy, name="output_layer_norm")
+        self.attention.build(input_shape)
+        self.attention_layer_norm.build(input_shape)
+        self.intermediate.build(input_shape)
+        self.output_dense.build(tuple(input_shape[:-1]) + (self.intermediate_size,))
+        self.output_layer_norm.build(input_shape)
+        self.built = True
+
+    def call(self, x, bias, training=None, return_probs=False):
+        attn = self.attention(x, bias, training=training, return_probs=return_probs)
+        if return_probs:
+            attn, probs = attn
+        x = self.attention_layer_norm(x + self.attention_dropout_layer(attn, training=training))
+        h = self.output_dense(self._activation(self.intermediate(x)))
+        x = self.output_layer_norm(x + self.output_dropout(h, training=training))
+        return (x, probs) if return_probs else x
+
+    def compute_output_spec(self, x, bias, training=None, return_probs=False):
+        out = keras.KerasTensor(x.shape, dtype=self.compute_dtype)
+        if not return_probs:
+            return out
+        probs_shape = (x.shape[0], self.num_heads, x.shape[1], x.shape[1])
+        return out, keras.KerasTensor(probs_shape, dtype=self.compute_dtype)
+
+    def get_config(self):
+        return {**super().get_config(), "num_heads": self.num_heads,
+                "intermediate_size": self.intermediate_size, "hidden_act": self.hidden_act,
+                "dropout": self.dropout_rate, "attention_dropout": self.attention_dropout,
+                "layer_norm_eps": self.layer_norm_eps,
+                "initializer_range": self.initializer_range}

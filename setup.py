@@ -1,0 +1,39 @@
+"""Packaging for keras_bert: BERT for TensorFlow/Keras."""
+
+from setuptools import find_packages, setup
+
+CORE = [
+    "tensorflow~=2.20.0",
+    "tensorflow-text~=2.20.0",
+    "keras>=3.10",
+    "numpy",
+    "safetensors",
+    "tqdm",
+]
+
+EXTRAS = {
+    # Test runner and linters; everything the default test suite needs.
+    "test": ["pytest", "ruff"],
+    # TF2 reference implementation: interop and parity tests.
+    "official": ["tf-models-official~=2.20.0"],
+    # Hugging Face datasets/tokenizers for optional comparisons (no torch).
+    "hf": ["tokenizers"],
+    # Peers measured side by side in benchmarks/.
+    "bench": ["keras-hub", "tokenizers", "psutil"],
+    "datasets": ["tensorflow-datasets"],
+}
+
+setup(
+    name="keras_bert",
+    version="0.1.0",
+    description="BERT (Devlin et al., 2019) for TensorFlow/Keras: encoder, task heads, "
+    "checkpoint import, tokenization, pretraining data and training.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["keras_bert", "keras_bert.*", "pipelines", "pipelines.*"]),
+    include_package_data=True,
+    install_requires=CORE,
+    extras_require=EXTRAS,
+    entry_points={"console_scripts": ["keras-bert=keras_bert.cli:main"]},
+)
