@@ -33,7 +33,10 @@ _TO_HF_ACTIVATION = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu",
 # google-research/bert's modeling.get_activation: "gelu" there is the tanh form.
 _GOOGLE_ACTIVATIONS = {"gelu": "gelu_tanh", "relu": "relu", "tanh": "tanh",
                        "linear": None}
-_TO_GOOGLE_ACTIVATION = {"gelu_tanh": "gelu", "relu": "relu", "tanh": "tanh"}
+_TO_GOOGLE_ACTIVATION = {"gelu": "gelu", "gelu_tanh": "gelu", "relu": "relu", "tanh": "tanh"}
+# Google's format has no name for the exact GELU; keras_bert writes "gelu" plus this key
+# ("none" = exact, "tanh" = Google's default when the key is absent).
+GELU_APPROXIMATION_KEY = "gelu_approximation"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,13 +131,20 @@ class BertConfig:
         if act not in _GOOGLE_ACTIVATIONS or _GOOGLE_ACTIVATIONS[act] is None:
             raise ValueError(f"Unsupported hidden_act {act!r} in bert_config.json; "
                              f"supported: {sorted(k for k, v in _GOOGLE_ACTIVATIONS.items() if v)}.")
+        hidden_act = _GOOGLE_ACTIVATIONS[act]
+        approximation = d.get(GELU_APPROXIMATION_KEY, "tanh")
+        if act == "gelu" and approximation not in ("tanh", "none"):
+            raise ValueError(f"{GELU_APPROXIMATION_KEY} must be 'tanh' or 'none', "
+                             f"got {approximation!r}.")
+        if act == "gelu" and approximation == "none":
+            hidden_act = "gelu"
         return cls(
             vocab_size=int(d["vocab_size"]),
             hidden_size=int(d["hidden_size"]),
             num_layers=int(d["num_hidden_layers"]),
             num_heads=int(d["num_attention_heads"]),
             intermediate_size=int(d["intermediate_size"]),
-            hidden_act=_GOOGLE_ACTIVATIONS[act],
+            hidden_act=hidden_act,
             hidden_dropout=float(d.get("hidden_dropout_prob", 0.1)),
             attention_dropout=float(d.get("attention_probs_dropout_prob", 0.1)),
             max_position_embeddings=int(d.get("max_position_embeddings", 512)),
@@ -143,12 +153,15 @@ class BertConfig:
         )
 
     def to_google_dict(self) -> dict[str, Any]:
+        """The `bert_config.json` dict. An exact-GELU config also gets
+        `"gelu_approximation": "none"`, which keras_bert reads back exactly; the original
+        TF1 code ignores that key and would compute its tanh GELU instead."""
         if self.hidden_act not in _TO_GOOGLE_ACTIVATION:
             raise ValueError(
                 f"hidden_act {self.hidden_act!r} has no name in google-research/bert's "
-                f"bert_config.json (its 'gelu' is the tanh approximation); "
-                f"representable: {sorted(_TO_GOOGLE_ACTIVATION)}.")
-        return {
+                f"bert_config.json; representable: {sorted(_TO_GOOGLE_ACTIVATION)}.")
+        extra = {GELU_APPROXIMATION_KEY: "none"} if self.hidden_act == "gelu" else {}
+        return {**extra,
             "attention_probs_dropout_prob": self.attention_dropout,
             "hidden_act": _TO_GOOGLE_ACTIVATION[self.hidden_act],
             "hidden_dropout_prob": self.hidden_dropout,

@@ -1,0 +1,419 @@
+"""Checkpoint import and export.
+
+Formats:
+
+- Google's original TF1 release (`bert_config.json` + `bert_model.ckpt.*`), whose
+  variable names (`bert/encoder/layer_0/attention/self/query/kernel`, `cls/predictions/...`)
+  are the canonical BERT names everything else maps to. Read and written.
+- Hugging Face BERT (`config.json` + `model.safetensors`), read with the safetensors
+  numpy API (no torch).
+- keras_bert's own directory (`keras_bert_config.json` + `encoder.weights.h5`).
+
+Every variable is matched by name and shape: a missing or mis-shaped variable raises an
+error naming it and both shapes, and checkpoint variables that nothing used are reported
+through the `keras_bert` logger (optimizer slots are counted, not listed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+
+import numpy as np
+
+from keras_bert.config import BertConfig
+from keras_bert.encoder import BertEncoder
+
+logger = logging.getLogger("keras_bert")
+
+KERAS_BERT_CONFIG = "keras_bert_config.json"
+KERAS_BERT_WEIGHTS = "encoder.weights.h5"
+GOOGLE_CONFIG = "bert_config.json"
+GOOGLE_CKPT = "bert_model.ckpt"
+
+# Optimizer and bookkeeping variables found in Google's pretraining checkpoints.
+_OPTIMIZER_VARIABLE = re.compile(r"(/adam_[mv]$|/Adam(_\d+)?$|^global_step$|_power$)")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint does not fit the model: a variable is missing or mis-shaped."""
+
+
+@dataclasses.dataclass
+class _Slot:
+    """One model variable and how it looks in Google's layout (shape and converter)."""
+
+    google_name: str
+    variable: object  # keras.Variable
+    google_shape: tuple
+    # Hugging Face stores dense kernels as [out, in]: transposed Google kernels.
+    hf_transpose: bool = False
+
+    def from_google(self, array: np.ndarray) -> np.ndarray:
+        return np.reshape(array, tuple(self.variable.shape))
+
+    def to_google(self) -> np.ndarray:
+        return np.reshape(np.asarray(self.variable.numpy()), self.google_shape)
+
+
+class _NspSlot(_Slot):
+    def from_google(self, array):
+        return np.transpose(array)
+
+    def to_google(self):
+        return np.transpose(np.asarray(self.variable.numpy()))
+
+
+def _dense_slots(prefix, kernel, bias, google_kernel_shape, google_bias_shape):
+    return [_Slot(f"{prefix}/kernel", kernel, google_kernel_shape, hf_transpose=True),
+            _Slot(f"{prefix}/bias", bias, google_bias_shape)]
+
+
+def _layer_norm_slots(prefix, layer):
+    shape = tuple(layer.gamma.shape)
+    return [_Slot(f"{prefix}/gamma", layer.gamma, shape),
+            _Slot(f"{prefix}/beta", layer.beta, shape)]
+
+
+def encoder_slots(encoder: BertEncoder) -> list[_Slot]:
+    """The encoder's variables under their google-research/bert names."""
+    cfg = encoder.config
+    h, i_size = cfg.hidden_size, cfg.intermediate_size
+    emb = encoder.embeddings
+    slots = [
+        _Slot("bert/embeddings/word_embeddings", emb.word_embeddings.embeddings,
+              (cfg.vocab_size, h)),
+        _Slot("bert/embeddings/token_type_embeddings", emb.token_type_embeddings.embeddings,
+              (cfg.type_vocab_size, h)),
+        _Slot("bert/embeddings/position_embeddings", emb.position_embeddings,
+              (cfg.max_position_embeddings, h)),
+        *_layer_norm_slots("bert/embeddings/LayerNorm", emb.layer_norm),
+    ]
+    for n, block in enumerate(encoder.transformer_layers):
+        p = f"bert/encoder/layer_{n}"
+        att = block.attention
+        for proj in ("query", "key", "value"):
+            layer = getattr(att, proj)
+            slots += _dense_slots(f"{p}/attention/self/{proj}", layer.kernel, layer.bias,
+                                  (h, h), (h,))
+        slots += _dense_slots(f"{p}/attention/output/dense", att.output_dense.kernel,
+                              att.output_dense.bias, (h, h), (h,))
+        slots += _layer_norm_slots(f"{p}/attention/output/LayerNorm", block.attention_layer_norm)
+        slots += _dense_slots(f"{p}/intermediate/dense", block.intermediate.kernel,
+                              block.intermediate.bias, (h, i_size), (i_size,))
+        slots += _dense_slots(f"{p}/output/dense", block.output_dense.kernel,
+                              block.output_dense.bias, (i_size, h), (h,))
+        slots += _layer_norm_slots(f"{p}/output/LayerNorm", block.output_layer_norm)
+    dense = encoder.pooler.dense
+    slots += _dense_slots("bert/pooler/dense", dense.kernel, dense.bias, (h, h), (h,))
+    return slots
+
+
+def pretrainer_head_slots(pretrainer) -> list[_Slot]:
+    """The MLM (and NSP) head variables of a `BertPretrainer` under Google's names."""
+    cfg = pretrainer.encoder.config
+    h = cfg.hidden_size
+    mlm = pretrainer.masked_lm
+    slots = _dense_slots("cls/predictions/transform/dense", mlm.transform.kernel,
+                         mlm.transform.bias, (h, h), (h,))
+    slots += _layer_norm_slots("cls/predictions/transform/LayerNorm", mlm.layer_norm)
+    slots.append(_Slot("cls/predictions/output_bias", mlm.output_bias, (cfg.vocab_size,)))
+    if pretrainer.next_sentence_head is not None:
+        nsp = pretrainer.next_sentence_head
+        # Google stores the NSP weights as [2, H] (already [out, in], like Hugging Face).
+        slots.append(_NspSlot("cls/seq_relationship/output_weights", nsp.kernel, (2, h)))
+        slots.append(_Slot("cls/seq_relationship/output_bias", nsp.bias, (2,)))
+    return slots
+
+
+def google_to_hf_name(name: str, hf_prefix: str = "bert.") -> str:
+    """Maps a google-research/bert variable name to its Hugging Face state-dict key.
+
+    >>> google_to_hf_name("bert/encoder/layer_3/attention/self/query/kernel")
+    'bert.encoder.layer.3.attention.self.query.weight'
+    >>> google_to_hf_name("cls/predictions/output_bias")
+    'cls.predictions.bias'
+    """
+    special = {"cls/predictions/output_bias": "cls.predictions.bias",
+               "cls/seq_relationship/output_weights": "cls.seq_relationship.weight",
+               "cls/seq_relationship/output_bias": "cls.seq_relationship.bias"}
+    if name in special:
+        return special[name]
+    parts = name.split("/")
+    if parts[0] == "bert":
+        parts[0] = hf_prefix.rstrip(".")
+    parts = [p.replace("layer_", "layer.") if re.fullmatch(r"layer_\d+", p) else p
+             for p in parts]
+    leaf = {"kernel": "weight", "gamma": "weight", "beta": "bias"}.get(parts[-1], parts[-1])
+    if parts[-1] in ("word_embeddings", "token_type_embeddings", "position_embeddings"):
+        parts.append("weight")
+    else:
+        parts[-1] = leaf
+    return ".".join(p for p in parts if p)
+
+
+def _assign(slots: list[_Slot], read: Callable[[str], np.ndarray | None], source: str,
+            transpose_kernels: bool = False, names: Callable[[_Slot], str] | None = None):
+    """Assigns every slot from `read(name)`; raises on a missing or mis-shaped variable.
+
+    Shapes are checked before anything is assigned, so a failed load leaves the model
+    as it was. Returns the set of checkpoint names that were used.
+    """
+    names = names or (lambda s: s.google_name)
+    values, used = [], set()
+    for slot in slots:
+        key = names(slot)
+        array = read(key)
+        if array is None:
+            raise CheckpointError(f"{source}: variable {key!r} is missing (the model needs "
+                                  f"it with shape {slot.google_shape}).")
+        if transpose_kernels and slot.hf_transpose:
+            array = np.transpose(array)
+        if tuple(array.shape) != tuple(slot.google_shape):
+            raise CheckpointError(
+                f"{source}: variable {key!r} has shape {tuple(array.shape)} but the model "
+                f"expects {tuple(slot.google_shape)}; does the config match the weights?")
+        values.append(slot.from_google(np.asarray(array, dtype=np.float32)))
+        used.add(key)
+    for slot, value in zip(slots, values):
+        slot.variable.assign(value.astype(slot.variable.dtype))
+    return used
+
+
+def _report_unused(source: str, available: set[str], used: set[str], expected_extra=()):
+    unused = sorted(available - used)
+    optimizer = [n for n in unused if _OPTIMIZER_VARIABLE.search(n)]
+    others = [n for n in unused if n not in optimizer]
+    if optimizer:
+        logger.info("%s: skipped %d optimizer/bookkeeping variables (e.g. %s).", source,
+                    len(optimizer), optimizer[0])
+    if others:
+        level = logging.INFO if all(n.startswith(tuple(expected_extra)) for n in others) \
+            else logging.WARNING
+        logger.log(level, "%s: %d checkpoint variables were not used by this model: %s",
+                   source, len(others), ", ".join(others))
+    return others
+
+
+# ---------------------------------------------------------------------------------------
+# Locating checkpoints
+# ---------------------------------------------------------------------------------------
+
+def _detect(path: str) -> tuple[str, str]:
+    """Returns (format, resolved path) for a checkpoint path; raises with guidance."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, KERAS_BERT_CONFIG)):
+            return "keras_bert", path
+        if os.path.isfile(os.path.join(path, "model.safetensors")):
+            return "hf", path
+        prefix = _google_prefix_in_dir(path)
+        if prefix:
+            return "google", prefix
+        raise FileNotFoundError(
+            f"{path!r} holds no BERT checkpoint: expected {KERAS_BERT_CONFIG} (keras_bert), "
+            f"config.json + model.safetensors (Hugging Face), or {GOOGLE_CONFIG} + "
+            f"{GOOGLE_CKPT}.index (Google). Found: {sorted(os.listdir(path))[:20]}")
+    if os.path.isfile(path + ".index"):
+        return "google", path
+    raise FileNotFoundError(f"No checkpoint at {path!r} (neither a directory nor a TF "
+                            "checkpoint prefix with a .index file).")
+
+
+def _google_prefix_in_dir(directory: str) -> str | None:
+    preferred = os.path.join(directory, GOOGLE_CKPT)
+    if os.path.isfile(preferred + ".index"):
+        return preferred
+    import tensorflow as tf
+
+    latest = tf.train.latest_checkpoint(directory)
+    if latest:
+        return latest
+    candidates = sorted(glob.glob(os.path.join(directory, "*.index")))
+    return candidates[0][: -len(".index")] if len(candidates) == 1 else None
+
+
+def _google_config(prefix: str) -> BertConfig:
+    path = os.path.join(os.path.dirname(prefix) or ".", GOOGLE_CONFIG)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"Google checkpoint {prefix!r} has no {GOOGLE_CONFIG} beside "
+                                "it; put the config that came with the checkpoint there.")
+    return BertConfig.from_json_file(path)
+
+
+def _read_hf(directory: str) -> tuple[BertConfig, dict[str, np.ndarray]]:
+    from safetensors.numpy import load_file
+
+    config_path = os.path.join(directory, "config.json")
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"Hugging Face checkpoint {directory!r} has no config.json.")
+    return (BertConfig.from_json_file(config_path),
+            load_file(os.path.join(directory, "model.safetensors")))
+
+
+def _hf_prefix(tensors: dict[str, np.ndarray]) -> str:
+    # BertModel checkpoints have bare keys ("embeddings..."); BertForPreTraining and
+    # task checkpoints prefix them with "bert.".
+    return "bert." if any(k.startswith("bert.") for k in tensors) else ""
+
+
+# HF buffers and tied duplicates that carry no weights of their own.
+_HF_NON_WEIGHTS = ("embeddings.position_ids", "cls.predictions.decoder.weight",
+                   "cls.predictions.decoder.bias")
+
+
+def _hf_available(tensors, prefix):
+    return {k for k in tensors if not k.endswith(_HF_NON_WEIGHTS)}
+
+
+# ---------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------
+
+def load_encoder(path: str | os.PathLike, output_attentions: bool = False,
+                 dtype=None) -> BertEncoder:
+    """Builds a `BertEncoder` with the weights of a checkpoint.
+
+    Args:
+        path: a Hugging Face model directory (`config.json` + `model.safetensors`), a
+            Google checkpoint (a directory with `bert_config.json` and
+            `bert_model.ckpt.*`, or the checkpoint prefix), or a directory written by
+            `BertEncoder.save_pretrained` / `save_encoder`.
+        output_attentions: also return attention probabilities.
+        dtype: dtype policy of the encoder (e.g. "mixed_bfloat16").
+
+    Returns:
+        The encoder. Head variables in the checkpoint (MLM/NSP) are reported as unused;
+        use `load_pretrainer` to keep them.
+
+    Example:
+
+    >>> encoder = load_encoder("uncased_L-12_H-768_A-12")  # doctest: +SKIP
+    """
+    fmt, resolved = _detect(path)
+    if fmt == "keras_bert":
+        with open(os.path.join(resolved, KERAS_BERT_CONFIG), encoding="utf-8") as f:
+            meta = json.load(f)
+        encoder = BertEncoder(BertConfig.from_dict(meta["config"]),
+                              output_attentions=output_attentions, dtype=dtype)
+        encoder.load_weights(os.path.join(resolved, KERAS_BERT_WEIGHTS))
+        return encoder
+    config, read, available, source, transpose, names = _open(fmt, resolved)
+    encoder = BertEncoder(config, output_attentions=output_attentions, dtype=dtype)
+    used = _assign(encoder_slots(encoder), read, source, transpose, names)
+    _report_unused(source, available, used, expected_extra=("cls/", "cls."))
+    return encoder
+
+
+def load_pretrainer(path: str | os.PathLike, dtype=None):
+    """Builds a `BertPretrainer` (MLM + NSP) with encoder and head weights from a Google
+    or Hugging Face pretraining checkpoint. A checkpoint without an NSP head gives a
+    pretrainer with `next_sentence=False`; one without an MLM head is an error."""
+    from keras_bert.models import BertPretrainer
+
+    fmt, resolved = _detect(path)
+    if fmt == "keras_bert":
+        raise CheckpointError(f"{path!r} holds only an encoder; load it with load_encoder "
+                              "and wrap it in BertPretrainer.")
+    config, read, available, source, transpose, names = _open(fmt, resolved)
+    has_nsp = any(n.startswith(("cls/seq_relationship", "cls.seq_relationship"))
+                  for n in available)
+    model = BertPretrainer(BertEncoder(config, dtype=dtype), next_sentence=has_nsp)
+    used = _assign(encoder_slots(model.encoder) + pretrainer_head_slots(model), read,
+                   source, transpose, names)
+    _report_unused(source, available, used)
+    return model
+
+
+def _open(fmt, resolved):
+    """(config, read(name), available names, source label, transpose?, naming)."""
+    if fmt == "google":
+        import tensorflow as tf
+
+        reader = tf.train.load_checkpoint(resolved)
+        shapes = reader.get_variable_to_shape_map()
+        return (_google_config(resolved),
+                lambda n: reader.get_tensor(n) if n in shapes else None,
+                set(shapes), f"Google checkpoint {resolved}", False, None)
+    config, tensors = _read_hf(resolved)
+    prefix = _hf_prefix(tensors)
+    return (config, tensors.get, _hf_available(tensors, prefix),
+            f"Hugging Face checkpoint {resolved}", True,
+            lambda s: google_to_hf_name(s.google_name, prefix))
+
+
+def save_encoder(encoder: BertEncoder, directory: str | os.PathLike) -> None:
+    """Writes `encoder` in keras_bert's format (config JSON + Keras weights file).
+
+    The directory is written under a temporary name and renamed into place, so an
+    interrupted save never leaves a half-written checkpoint behind.
+    """
+    meta = {"format": "keras_bert", "version": 1, "config": encoder.config.to_dict()}
+
+    def write(tmp):
+        with open(os.path.join(tmp, KERAS_BERT_CONFIG), "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=2)
+        encoder.save_weights(os.path.join(tmp, KERAS_BERT_WEIGHTS))
+
+    _atomic_directory(directory, write)
+
+
+def save_google_checkpoint(model, directory: str | os.PathLike) -> str:
+    """Writes a `BertEncoder` or `BertPretrainer` in google-research/bert's TF1 format.
+
+    Produces `bert_config.json` and `bert_model.ckpt.{index,data-*}` (plus the
+    `checkpoint` state file) with the original variable names, so TF1's
+    `tf.train.Saver`, tf-models-official's converters and `load_encoder` read it.
+    Returns the checkpoint prefix.
+    """
+    import tensorflow as tf
+
+    from keras_bert.models import BertPretrainer
+
+    if isinstance(model, BertPretrainer):
+        encoder, slots = model.encoder, encoder_slots(model.encoder) + pretrainer_head_slots(model)
+    elif isinstance(model, BertEncoder):
+        encoder, slots = model, encoder_slots(model)
+    else:
+        raise TypeError(f"save_google_checkpoint takes a BertEncoder or BertPretrainer, got "
+                        f"{type(model).__name__}.")
+    config = encoder.config.to_google_dict()
+
+    def write(tmp):
+        with open(os.path.join(tmp, GOOGLE_CONFIG), "w", encoding="utf-8") as f:
+            json.dump(config, f, indent=2, sort_keys=True)
+        tensors = [tf.constant(s.to_google(), dtype=tf.float32) for s in slots]
+        tf.raw_ops.SaveV2(prefix=os.path.join(tmp, GOOGLE_CKPT),
+                          tensor_names=[s.google_name for s in slots],
+                          shape_and_slices=[""] * len(slots), tensors=tensors)
+        with open(os.path.join(tmp, "checkpoint"), "w", encoding="utf-8") as f:
+            f.write(f'model_checkpoint_path: "{GOOGLE_CKPT}"\n'
+                    f'all_model_checkpoint_paths: "{GOOGLE_CKPT}"\n')
+
+    _atomic_directory(directory, write)
+    return os.path.join(os.fspath(directory), GOOGLE_CKPT)
+
+
+def _atomic_directory(directory, write: Callable[[str], None]) -> None:
+    directory = os.path.abspath(os.fspath(directory))
+    parent = os.path.dirname(directory)
+    os.makedirs(parent, exist_ok=True)
+    if os.path.isdir(directory) and os.listdir(directory):
+        raise FileExistsError(f"{directory!r} exists and is not empty; choose a new "
+                              "directory or remove it first.")
+    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+    try:
+        write(tmp)
+        if os.path.isdir(directory):
+            os.rmdir(directory)
+        os.replace(tmp, directory)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -1,0 +1,1 @@
+"""Data pipelines: pretraining instances, TFRecords and tf.data readers."""

@@ -1,0 +1,158 @@
+"""Streaming BERT-format text into bounded chunks of documents.
+
+BERT's pretraining text has one sentence a line and a blank line between documents
+(google-research/bert's format). Files are read line by line (plain or gzip) and the
+documents grouped into chunks of about `chunk_chars` characters, so memory stays bounded
+whatever the corpus size. Bad input is counted, never fatal: empty files, binary files
+(a NUL byte in the first 8 KiB, as `grep` and `git` decide), lines over 1 MiB, invalid
+UTF-8 (decoded dropping the bad bytes, as the original's `convert_to_unicode`) and
+unreadable or corrupt files (what was read before the error is kept).
+"""
+
+from __future__ import annotations
+
+import collections
+import glob
+import logging
+import gzip
+import os
+import zlib
+from collections.abc import Iterable, Iterator
+
+logger = logging.getLogger(__name__)
+
+MAX_LINE_BYTES = 1 << 20
+_SNIFF_BYTES = 8192
+_GZIP_MAGIC = b"\x1f\x8b"
+# Marks the end of a document in the stream of lines.
+END_OF_DOCUMENT = None
+
+
+def expand_input_patterns(patterns: str | Iterable[str]) -> list[str]:
+    """Files matching comma-separated globs, in pattern order, sorted within a pattern.
+
+    Raises FileNotFoundError naming a pattern that matches no file, before any work.
+
+    Example:
+
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for name in ("b.txt", "a.txt"):
+    ...     _ = (root / name).write_text("one sentence.\\n")
+    >>> [os.path.basename(f) for f in expand_input_patterns(f"{root}/*.txt")]
+    ['a.txt', 'b.txt']
+    """
+    if isinstance(patterns, str):
+        patterns = patterns.split(",")
+    files: list[str] = []
+    for pattern in (p.strip() for p in patterns):
+        if not pattern:
+            continue
+        matched = sorted(f for f in glob.glob(os.path.expanduser(pattern)) if os.path.isfile(f))
+        if not matched:
+            raise FileNotFoundError(f"--input_file pattern {pattern!r} matches no file.")
+        files.extend(f for f in matched if f not in files)
+    if not files:
+        raise FileNotFoundError("--input_file names no input file.")
+    return files
+
+
+def _open_binary(path: str):
+    with open(path, "rb") as f:
+        is_gzip = f.read(2) == _GZIP_MAGIC
+    return gzip.open(path, "rb") if is_gzip else open(path, "rb", buffering=1 << 20)
+
+
+def _decode_line(line: bytes, stats: collections.Counter) -> str:
+    try:
+        return line.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        stats["invalid_utf8_lines"] += 1
+        return line.decode("utf-8", "ignore").strip()
+
+
+def read_file_lines(path: str, stats: collections.Counter) -> Iterator[str | None]:
+    """Stripped lines of one text file, `END_OF_DOCUMENT` for a blank line and at the
+    end of the file (a document never continues into the next file)."""
+    stats["files"] += 1
+    try:
+        with _open_binary(path) as f:
+            head = f.read(_SNIFF_BYTES)
+        if not head:
+            stats["empty_files"] += 1
+            return
+        if b"\x00" in head:
+            stats["binary_files"] += 1
+            return
+        with _open_binary(path) as f:
+            while True:
+                line = f.readline(MAX_LINE_BYTES + 1)
+                if not line:
+                    break
+                if len(line) > MAX_LINE_BYTES:
+                    stats["overlong_lines"] += 1
+                    while line and not line.endswith(b"\n"):  # skip the rest of the line
+                        line = f.readline(MAX_LINE_BYTES)
+                    continue
+                stats["lines"] += 1
+                text = _decode_line(line, stats)
+                yield text if text else END_OF_DOCUMENT
+    except (OSError, EOFError, zlib.error) as e:
+        stats["unreadable_files"] += 1
+        logger.warning("Skipped the rest of %s: %s", path, e)
+    yield END_OF_DOCUMENT
+
+
+def read_dataset_lines(dataset, stats: collections.Counter) -> Iterator[str | None]:
+    """Lines of a `tf.data.Dataset` of scalar strings: each element is text in the file
+    format (usually one document) and ends a document."""
+    for element in dataset.as_numpy_iterator():
+        if not isinstance(element, bytes):
+            raise TypeError("A dataset of documents must yield scalar strings, got "
+                            f"{type(element).__name__}; map it to the text first, e.g. "
+                            "`ds.map(lambda x: x['text'])`.")
+        for line in element.split(b"\n"):
+            stats["lines"] += 1
+            text = _decode_line(line, stats)
+            yield text if text else END_OF_DOCUMENT
+        yield END_OF_DOCUMENT
+
+
+def chunk_documents(lines: Iterable[str | None], chunk_chars: int,
+                    stats: collections.Counter) -> Iterator[list[list[str]]]:
+    """Groups a stream of lines into chunks of whole documents of about `chunk_chars`.
+
+    A chunk closes after the document that brings it to `chunk_chars`; a single document
+    longer than that is split there (counted as `split_documents`), which bounds a chunk
+    by about twice `chunk_chars`.
+
+    Example:
+
+    >>> lines = ["a b.", "c d.", None, "e f.", None, "g h.", None, "i j.", "k l.", "m n."]
+    >>> list(chunk_documents(lines, 8, collections.Counter()))
+    [[['a b.', 'c d.']], [['e f.'], ['g h.']], [['i j.', 'k l.']], [['m n.']]]
+    """
+    chunk: list[list[str]] = []
+    document: list[str] = []
+    chunk_size = document_size = 0
+    for line in lines:
+        if line is END_OF_DOCUMENT:
+            if document:
+                chunk.append(document)
+                document, document_size = [], 0
+            if chunk_size >= chunk_chars:
+                yield chunk
+                chunk, chunk_size = [], 0
+            continue
+        if document_size >= chunk_chars:  # the document alone fills a chunk: split it
+            stats["split_documents"] += 1
+            chunk.append(document)
+            yield chunk
+            chunk, document, chunk_size, document_size = [], [], 0, 0
+        document.append(line)
+        document_size += len(line) + 1
+        chunk_size += len(line) + 1
+    if document:
+        chunk.append(document)
+    if chunk:
+        yield chunk

@@ -1,0 +1,392 @@
+"""Task models on top of a `BertEncoder`: pretraining (MLM + NSP) and the paper's
+fine-tuning heads (§4): sequence classification/regression, SQuAD spans, token tagging,
+multiple choice, and frozen feature extraction.
+
+Every task model is a functional `keras.Model` that takes the encoder's input dict
+(plus `masked_lm_positions` for the pretrainer), trains with `compile()` + `fit()`,
+and serializes through `get_config` / `.keras` files. `compile()` called without a loss
+fills in the task's standard loss and metrics.
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from keras_bert.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.layers import MaskedLMHead
+
+
+def _initializer(encoder):
+    return keras.initializers.TruncatedNormal(stddev=encoder.config.initializer_range)
+
+
+def _float32(x):
+    # Logits leave the model in float32 so losses stay stable under mixed precision.
+    return ops.cast(x, "float32")
+
+
+class _BertTask(keras.Model):
+    """Shared plumbing: encoder serialization and compile defaults."""
+
+    def _task_config(self) -> dict:
+        return {}
+
+    def get_config(self):
+        return {"encoder": keras.saving.serialize_keras_object(self.encoder),
+                "name": self.name, "trainable": self.trainable, **self._task_config()}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
+
+    def default_loss(self):
+        raise NotImplementedError
+
+    def default_metrics(self):
+        return None
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        """Like `keras.Model.compile`; "auto" picks the task's standard choice.
+
+        The default optimizer is AdamW with the paper's fine-tuning learning rate 2e-5,
+        weight decay 0.01, epsilon 1e-6, and LayerNorm/bias variables excluded from decay.
+        """
+        if optimizer == "auto":
+            optimizer = keras.optimizers.AdamW(learning_rate=2e-5, weight_decay=0.01,
+                                               epsilon=1e-6)
+            optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
+        if loss == "auto":
+            loss = self.default_loss()
+        if metrics == "auto":
+            metrics = self.default_metrics()
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class _FoldChoices(keras.layers.Layer):
+    """[batch, choices, seq] -> [batch * choices, seq]; the seq length is only known at
+    call time, so this cannot be a static `Reshape`."""
+
+    def call(self, x):
+        return ops.reshape(x, (-1, ops.shape(x)[-1]))
+
+    def compute_output_spec(self, x):
+        batch = None if x.shape[0] is None or x.shape[1] is None else x.shape[0] * x.shape[1]
+        return keras.KerasTensor((batch, x.shape[-1]), dtype=x.dtype)
+
+
+def _encoder_inputs(encoder):
+    return {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertPretrainer(_BertTask):
+    """BERT's pretraining model: masked LM (decoder tied to the word embeddings) and
+    next-sentence prediction (paper §3.1).
+
+    Inputs: the encoder dict plus `masked_lm_positions` (int32 [batch, P]).
+    Outputs: `masked_lm`, logits float32 [batch, P, vocab], and, unless
+    `next_sentence=False`, `next_sentence`, logits float32 [batch, 2] (label 1 = random
+    next sentence, as in google-research/bert). With the default compile, the logged
+    metrics are `masked_lm_loss`, `masked_lm_accuracy`, `next_sentence_loss` and
+    `next_sentence_accuracy`.
+
+    `split_features` turns the pretraining reader's flat feature dict into the
+    `(x, y, sample_weight)` that `fit` takes; with the default loss, the MLM loss is
+    averaged over real predictions (`masked_lm_weights`), as in the original.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_bert import BertConfig, BertEncoder
+    >>> enc = BertEncoder(BertConfig.from_preset("tiny", vocab_size=50))
+    >>> model = BertPretrainer(enc)
+    >>> x = {"input_word_ids": np.ones((2, 8), "int32"), "input_mask": np.ones((2, 8), "int32"),
+    ...      "input_type_ids": np.zeros((2, 8), "int32"),
+    ...      "masked_lm_positions": np.array([[1, 2], [3, 0]], "int32")}
+    >>> out = model(x)
+    >>> tuple(out["masked_lm"].shape), tuple(out["next_sentence"].shape)
+    ((2, 2, 50), (2, 2))
+    """
+
+    def __init__(self, encoder: BertEncoder, next_sentence: bool = True,
+                 name: str = "bert_pretrainer", **kwargs):
+        cfg = encoder.config
+        inputs = _encoder_inputs(encoder)
+        inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32",
+                                                    name="masked_lm_positions")
+        enc_out = encoder({k: inputs[k] for k in INPUT_NAMES})
+        mlm_head = MaskedLMHead(encoder.word_embeddings, hidden_act=cfg.hidden_act,
+                                layer_norm_eps=cfg.layer_norm_eps,
+                                initializer_range=cfg.initializer_range,
+                                dtype=encoder.dtype_policy, name="masked_lm")
+        outputs = {"masked_lm": mlm_head(enc_out["sequence_output"],
+                                                inputs["masked_lm_positions"])}
+        nsp_head = None
+        if next_sentence:
+            nsp_head = keras.layers.Dense(2, kernel_initializer=_initializer(encoder),
+                                          dtype=encoder.dtype_policy, name="next_sentence")
+            outputs["next_sentence"] = _float32(nsp_head(enc_out["pooled_output"]))
+        super().__init__(inputs=inputs, outputs=outputs, name=name, **kwargs)
+        self.encoder = encoder
+        self.next_sentence = next_sentence
+        self.masked_lm = mlm_head
+        self.next_sentence_head = nsp_head
+
+    def _task_config(self):
+        return {"next_sentence": self.next_sentence}
+
+    def default_loss(self):
+        loss = {"masked_lm": keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight")}
+        if self.next_sentence:
+            loss["next_sentence"] = keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True)
+        return loss
+
+    def default_metrics(self):
+        metrics = {"masked_lm": [keras.metrics.SparseCategoricalAccuracy(
+            name="accuracy")]}
+        if self.next_sentence:
+            metrics["next_sentence"] = [keras.metrics.SparseCategoricalAccuracy(
+                name="accuracy")]
+        return metrics
+
+    def split_features(self, features: dict):
+        """Maps the pretraining reader's flat dict to `(x, y, sample_weight)` for `fit`."""
+        x = {k: features[k] for k in (*INPUT_NAMES, "masked_lm_positions")}
+        y = {"masked_lm": features["masked_lm_ids"]}
+        sample_weight = {"masked_lm": features["masked_lm_weights"]}
+        if self.next_sentence:
+            y["next_sentence"] = features["next_sentence_labels"]
+            sample_weight["next_sentence"] = ops.ones_like(
+                ops.cast(features["next_sentence_labels"], "float32"))
+        return x, y, sample_weight
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertClassifier(_BertTask):
+    """Sentence or sentence-pair classification from the pooled [CLS] output (paper §4.1).
+
+    With `num_classes=1` it is a regressor (e.g. STS-B) trained with mean squared error.
+    Output: float32 logits [batch, num_classes].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_bert import BertConfig, BertEncoder
+    >>> model = BertClassifier(BertEncoder(BertConfig.from_preset("tiny", vocab_size=50)),
+    ...                        num_classes=3)
+    >>> x = {"input_word_ids": np.ones((2, 8), "int32"), "input_mask": np.ones((2, 8), "int32"),
+    ...      "input_type_ids": np.zeros((2, 8), "int32")}
+    >>> tuple(model(x).shape)
+    (2, 3)
+    """
+
+    def __init__(self, encoder: BertEncoder, num_classes: int = 2, dropout: float | None = None,
+                 name: str = "bert_classifier", **kwargs):
+        if num_classes < 1:
+            raise ValueError(f"num_classes must be >= 1 (1 means regression), got {num_classes}.")
+        dropout = encoder.config.hidden_dropout if dropout is None else dropout
+        inputs = _encoder_inputs(encoder)
+        pooled = encoder(inputs)["pooled_output"]
+        x = keras.layers.Dropout(dropout, name="classifier_dropout")(pooled)
+        logits = keras.layers.Dense(num_classes, kernel_initializer=_initializer(encoder),
+                                    dtype=encoder.dtype_policy, name="logits")(x)
+        super().__init__(inputs=inputs, outputs=_float32(logits), name=name, **kwargs)
+        self.encoder = encoder
+        self.num_classes = num_classes
+        self.dropout = dropout
+
+    def _task_config(self):
+        return {"num_classes": self.num_classes, "dropout": self.dropout}
+
+    def default_loss(self):
+        if self.num_classes == 1:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        if self.num_classes == 1:
+            return [keras.metrics.MeanSquaredError(name="mse")]
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertSpanLabeler(_BertTask):
+    """SQuAD-style extractive QA: start and end logits over the sequence (paper §4.2/4.3).
+
+    Outputs `start_logits` and `end_logits`, float32 [batch, seq]. Labels are the start
+    and end token indices; SQuAD v2 "no answer" examples point both at [CLS] (index 0).
+    Decode predictions with `keras_bert.postprocessing.best_span`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_bert import BertConfig, BertEncoder
+    >>> model = BertSpanLabeler(BertEncoder(BertConfig.from_preset("tiny", vocab_size=50)))
+    >>> x = {"input_word_ids": np.ones((2, 8), "int32"), "input_mask": np.ones((2, 8), "int32"),
+    ...      "input_type_ids": np.zeros((2, 8), "int32")}
+    >>> tuple(model(x)["start_logits"].shape)
+    (2, 8)
+    """
+
+    def __init__(self, encoder: BertEncoder, name: str = "bert_span_labeler", **kwargs):
+        inputs = _encoder_inputs(encoder)
+        seq = encoder(inputs)["sequence_output"]
+        logits = keras.layers.Dense(2, kernel_initializer=_initializer(encoder),
+                                    dtype=encoder.dtype_policy, name="span_logits")(seq)
+        logits = _float32(logits)
+        outputs = {"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]}
+        super().__init__(inputs=inputs, outputs=outputs, name=name, **kwargs)
+        self.encoder = encoder
+
+    def default_loss(self):
+        ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        return {"start_logits": ce, "end_logits": ce}
+
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+        # The paper's objective is the mean of the start and end log-likelihoods.
+        if loss == "auto":
+            kwargs.setdefault("loss_weights", {"start_logits": 0.5, "end_logits": 0.5})
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertTokenClassifier(_BertTask):
+    """Per-token tagging, e.g. NER (paper §5.3): float32 logits [batch, seq, num_classes].
+
+    Pass `sample_weight=input_mask` (or a first-sub-token mask) to `fit` so padding and
+    continuation pieces do not count.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_bert import BertConfig, BertEncoder
+    >>> model = BertTokenClassifier(BertEncoder(BertConfig.from_preset("tiny", vocab_size=50)),
+    ...                             num_classes=9)
+    >>> x = {"input_word_ids": np.ones((2, 8), "int32"), "input_mask": np.ones((2, 8), "int32"),
+    ...      "input_type_ids": np.zeros((2, 8), "int32")}
+    >>> tuple(model(x).shape)
+    (2, 8, 9)
+    """
+
+    def __init__(self, encoder: BertEncoder, num_classes: int, dropout: float | None = None,
+                 name: str = "bert_token_classifier", **kwargs):
+        if num_classes < 2:
+            raise ValueError(f"num_classes must be >= 2 for tagging, got {num_classes}.")
+        dropout = encoder.config.hidden_dropout if dropout is None else dropout
+        inputs = _encoder_inputs(encoder)
+        seq = encoder(inputs)["sequence_output"]
+        x = keras.layers.Dropout(dropout, name="classifier_dropout")(seq)
+        logits = keras.layers.Dense(num_classes, kernel_initializer=_initializer(encoder),
+                                    dtype=encoder.dtype_policy, name="logits")(x)
+        super().__init__(inputs=inputs, outputs=_float32(logits), name=name, **kwargs)
+        self.encoder = encoder
+        self.num_classes = num_classes
+        self.dropout = dropout
+
+    def _task_config(self):
+        return {"num_classes": self.num_classes, "dropout": self.dropout}
+
+    def default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertMultipleChoice(_BertTask):
+    """SWAG-style multiple choice (paper §4.4): each (context, choice) pair is encoded,
+    its pooled output scored by one dense unit, and the scores softmaxed over choices.
+
+    Inputs are the encoder dict with int32 tensors shaped [batch, num_choices, seq].
+    Output: float32 logits [batch, num_choices].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_bert import BertConfig, BertEncoder
+    >>> model = BertMultipleChoice(BertEncoder(BertConfig.from_preset("tiny", vocab_size=50)),
+    ...                            num_choices=4)
+    >>> x = {"input_word_ids": np.ones((2, 4, 8), "int32"),
+    ...      "input_mask": np.ones((2, 4, 8), "int32"),
+    ...      "input_type_ids": np.zeros((2, 4, 8), "int32")}
+    >>> tuple(model(x).shape)
+    (2, 4)
+    """
+
+    def __init__(self, encoder: BertEncoder, num_choices: int, dropout: float | None = None,
+                 name: str = "bert_multiple_choice", **kwargs):
+        if num_choices < 2:
+            raise ValueError(f"num_choices must be >= 2, got {num_choices}.")
+        dropout = encoder.config.hidden_dropout if dropout is None else dropout
+        inputs = {name: keras.Input(shape=(num_choices, None), dtype="int32", name=name)
+                  for name in INPUT_NAMES}
+        flat = {k: _FoldChoices(name=f"fold_{k}")(v) for k, v in inputs.items()}
+        pooled = encoder(flat)["pooled_output"]
+        x = keras.layers.Dropout(dropout, name="classifier_dropout")(pooled)
+        scores = keras.layers.Dense(1, kernel_initializer=_initializer(encoder),
+                                    dtype=encoder.dtype_policy, name="choice_score")(x)
+        logits = ops.reshape(_float32(scores), (-1, num_choices))
+        super().__init__(inputs=inputs, outputs=logits, name=name, **kwargs)
+        self.encoder = encoder
+        self.num_choices = num_choices
+        self.dropout = dropout
+
+    def _task_config(self):
+        return {"num_choices": self.num_choices, "dropout": self.dropout}
+
+    def default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertFeatureExtractor(_BertTask):
+    """Frozen contextual features, the paper's feature-based approach (§5.3, Table 7).
+
+    The encoder is frozen; the output combines the hidden states of `layers` (indices
+    into the L transformer layers, negative from the top) by "concat" (the paper's best:
+    the last four layers concatenated, 4H wide) or "sum". Output: [batch, seq, width].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_bert import BertConfig, BertEncoder
+    >>> enc = BertEncoder(BertConfig.from_preset("tiny", vocab_size=50))
+    >>> model = BertFeatureExtractor(enc, layers=(-2, -1))
+    >>> x = {"input_word_ids": np.ones((1, 5), "int32"), "input_mask": np.ones((1, 5), "int32"),
+    ...      "input_type_ids": np.zeros((1, 5), "int32")}
+    >>> tuple(model(x).shape)
+    (1, 5, 256)
+    """
+
+    def __init__(self, encoder: BertEncoder, layers=(-4, -3, -2, -1), combine: str = "concat",
+                 name: str = "bert_feature_extractor", **kwargs):
+        num_layers = encoder.config.num_layers
+        layers = tuple(int(i) for i in layers)
+        if not layers or any(not -num_layers <= i < num_layers for i in layers):
+            raise ValueError(f"layers {layers} must index the encoder's {num_layers} layers "
+                             f"(from {-num_layers} to {num_layers - 1}).")
+        if combine not in ("concat", "sum"):
+            raise ValueError(f"combine must be 'concat' or 'sum', got {combine!r}.")
+        encoder.trainable = False
+        inputs = _encoder_inputs(encoder)
+        hidden = encoder(inputs)["encoder_outputs"]
+        picked = [hidden[i] for i in layers]
+        out = ops.concatenate(picked, axis=-1) if combine == "concat" else sum(picked[1:],
+                                                                              picked[0])
+        super().__init__(inputs=inputs, outputs=out, name=name, **kwargs)
+        self.encoder = encoder
+        self.layers_used = layers
+        self.combine = combine
+
+    def _task_config(self):
+        return {"layers": list(self.layers_used), "combine": self.combine}

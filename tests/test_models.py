@@ -1,0 +1,174 @@
+import keras
+import numpy as np
+import pytest
+from conftest import random_batch
+
+from keras_bert import BertEncoder
+from keras_bert.models import (
+    BertClassifier,
+    BertFeatureExtractor,
+    BertMultipleChoice,
+    BertPretrainer,
+    BertSpanLabeler,
+    BertTokenClassifier,
+)
+from keras_bert.postprocessing import best_span
+
+
+def _toy(n=64, seq=10, vocab=64, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(5, vocab, size=(n, seq)).astype("int32")
+    ids[:, 0] = 2
+    return {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+            "input_type_ids": np.zeros_like(ids)}
+
+
+def _fit_loss_drop(model, x, y, sample_weight=None, epochs=12, lr=3e-3):
+    model.compile(optimizer=keras.optimizers.Adam(lr))
+    first = model.evaluate(x, y, sample_weight=sample_weight, verbose=0, return_dict=True)["loss"]
+    model.fit(x, y, sample_weight=sample_weight, epochs=epochs, batch_size=16, verbose=0, shuffle=False)
+    last = model.evaluate(x, y, sample_weight=sample_weight, verbose=0, return_dict=True)["loss"]
+    return first, last
+
+
+def test_classifier_learns(tiny_config):
+    x = _toy()
+    y = x["input_word_ids"][:, 1] < 35
+    first, last = _fit_loss_drop(BertClassifier(BertEncoder(tiny_config), num_classes=2), x, y.astype("int32"))
+    assert last < 0.6 * first
+
+
+def test_regressor_learns(tiny_config):
+    x = _toy()
+    y = (x["input_word_ids"][:, 1] / 64.0).astype("float32")
+    model = BertClassifier(BertEncoder(tiny_config), num_classes=1)
+    first, last = _fit_loss_drop(model, x, y)
+    assert last < 0.5 * first
+    assert model.loss.__class__.__name__ == "MeanSquaredError"
+
+
+def test_span_labeler_learns(tiny_config):
+    x = _toy()
+    start = np.argmax(x["input_word_ids"][:, 1:] > 50, axis=1) + 1
+    y = {"start_logits": start, "end_logits": np.minimum(start + 1, 9)}
+    first, last = _fit_loss_drop(BertSpanLabeler(BertEncoder(tiny_config)), x, y, epochs=20)
+    assert last < 0.6 * first
+
+
+def test_token_classifier_learns(tiny_config):
+    x = _toy()
+    y = (x["input_word_ids"] % 3).astype("int32")
+    first, last = _fit_loss_drop(BertTokenClassifier(BertEncoder(tiny_config), num_classes=3),
+                                 x, y, sample_weight=x["input_mask"].astype("float32"))
+    assert last < 0.6 * first
+
+
+def test_multiple_choice_learns(tiny_config):
+    rng = np.random.default_rng(1)
+    n, c, seq = 64, 3, 8
+    ids = rng.integers(10, 64, size=(n, c, seq)).astype("int32")
+    answer = rng.integers(0, c, size=n)
+    ids[np.arange(n), answer, 3] = 5  # only the right choice carries token 5
+    x = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
+    first, last = _fit_loss_drop(BertMultipleChoice(BertEncoder(tiny_config), num_choices=c),
+                                 x, answer.astype("int32"), epochs=15)
+    assert last < 0.6 * first
+
+
+def test_pretrainer_learns_and_weights_mlm_loss(tiny_config):
+    x = _toy()
+    positions = np.tile(np.array([[2, 5, 0]], "int32"), (64, 1))
+    labels = np.take_along_axis(x["input_word_ids"], positions, 1)
+    weights = np.tile(np.array([[1.0, 1.0, 0.0]], "float32"), (64, 1))
+    masked = x["input_word_ids"].copy()
+    masked[:, 2] = 4  # [MASK]; the label is recoverable from its right neighbour
+    x["input_word_ids"][:, 3] = labels[:, 0]
+    masked[:, 3] = labels[:, 0]
+    features = dict(x, input_word_ids=masked, masked_lm_positions=positions, masked_lm_ids=labels,
+                    masked_lm_weights=weights,
+                    next_sentence_labels=(masked[:, 1] % 2).astype("int32"))
+    model = BertPretrainer(BertEncoder(tiny_config))
+    xs, ys, sws = model.split_features(features)
+    first, last = _fit_loss_drop(model, xs, ys, sample_weight=sws, epochs=15)
+    assert last < 0.7 * first
+    # Weight-0 predictions do not count: garbage labels there leave the loss unchanged.
+    ys_garbage = dict(ys, masked_lm=np.where(weights > 0, labels, 63))
+    a = model.evaluate(xs, ys, sample_weight=sws, verbose=0, return_dict=True)
+    b = model.evaluate(xs, ys_garbage, sample_weight=sws, verbose=0, return_dict=True)
+    assert a["masked_lm_loss"] == pytest.approx(b["masked_lm_loss"], rel=1e-6)
+    assert set(a) >= {"masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss",
+                      "next_sentence_accuracy"}
+
+
+def test_mlm_only_pretrainer(tiny_config):
+    model = BertPretrainer(BertEncoder(tiny_config), next_sentence=False)
+    x = dict(random_batch(), masked_lm_positions=np.array([[1, 2]] * 3, "int32"))
+    assert set(model(x)) == {"masked_lm"}
+
+
+@pytest.mark.parametrize("make", [
+    lambda e: BertClassifier(e, num_classes=3),
+    lambda e: BertSpanLabeler(e),
+    lambda e: BertTokenClassifier(e, num_classes=4),
+    lambda e: BertFeatureExtractor(e, layers=(-2, -1)),
+    lambda e: BertPretrainer(e),
+])
+def test_keras_file_round_trip(tiny_config, tmp_path, make):
+    model = make(BertEncoder(tiny_config))
+    x = random_batch()
+    if isinstance(model, BertPretrainer):
+        x["masked_lm_positions"] = np.array([[1, 2]] * 3, "int32")
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    assert type(restored) is type(model)
+    assert restored.get_config() == model.get_config()
+    for a, b in zip(keras.tree.flatten(model(x)), keras.tree.flatten(restored(x))):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_multiple_choice_round_trip(tiny_config, tmp_path):
+    model = BertMultipleChoice(BertEncoder(tiny_config), num_choices=2)
+    x = {k: np.stack([v, v[::-1]], 1) for k, v in random_batch().items()}
+    path = str(tmp_path / "mc.keras")
+    model.save(path)
+    np.testing.assert_array_equal(keras.saving.load_model(path)(x), model(x))
+    # Each choice is encoded on its own: the score of choice 0 ignores choice 1.
+    swapped = {k: np.stack([v[:, 0], v[:, 0]], 1) for k, v in x.items()}
+    np.testing.assert_allclose(model(swapped)[:, 0], model(x)[:, 0], atol=1e-6)
+
+
+def test_feature_extractor_concats_frozen_layers(tiny_config):
+    encoder = BertEncoder(tiny_config)
+    model = BertFeatureExtractor(encoder, layers=(-2, -1))
+    x = random_batch()
+    hidden = encoder(x)["encoder_outputs"]
+    np.testing.assert_allclose(model(x), np.concatenate([hidden[0], hidden[1]], -1), atol=1e-6)
+    assert model.trainable_weights == []
+    with pytest.raises(ValueError, match="layers"):
+        BertFeatureExtractor(BertEncoder(tiny_config), layers=(5,))
+
+
+def test_bad_task_arguments(tiny_config):
+    with pytest.raises(ValueError, match="num_classes"):
+        BertClassifier(BertEncoder(tiny_config), num_classes=0)
+    with pytest.raises(ValueError, match="num_choices"):
+        BertMultipleChoice(BertEncoder(tiny_config), num_choices=1)
+
+
+def test_best_span_v1_and_v2():
+    start = np.array([1.0, 0.0, 3.0, 0.5, 0.0, 0.0])
+    end = np.array([1.0, 0.0, 0.0, 0.2, 4.0, 0.0])
+    p = best_span(start, end)
+    assert (p.start, p.end, p.score) == (2, 4, 7.0)
+    # The span may not end before it starts, nor exceed max_answer_length.
+    p = best_span(start, end, max_answer_length=2)
+    assert (p.start, p.end, p.score) == (3, 4, 4.5)
+    # Not allowed positions (e.g. the question) are skipped.
+    p = best_span(start, end, allowed=[False, True, True, True, False, True])
+    assert (p.start, p.end) == (2, 3)
+    # SQuAD v2: answer only if best score beats null score (2.0) + threshold.
+    assert best_span(start, end, null_score_diff_threshold=4.9).has_answer
+    assert not best_span(start, end, null_score_diff_threshold=5.0).has_answer
+    with pytest.raises(ValueError, match="same length"):
+        best_span(start, end[:3])
