@@ -37,12 +37,9 @@ from __future__ import annotations
 import functools
 import os
 import unicodedata
-import warnings
-from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN = (
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -108,10 +105,6 @@ def _is_separator(ch: str) -> bool:
     # _clean_text maps " \t\n\r" and Zs to a space; str.split() also splits on the
     # other characters for which str.isspace() holds (after cleaning: U+2028, U+2029).
     return ch.isspace() or unicodedata.category(ch) == "Zs"
-
-
-def _is_codepoint(cp: int) -> bool:
-    return not 0xD800 <= cp <= 0xDFFF  # surrogates never come out of a UTF-8 decode
 
 
 class _CodepointMap:
@@ -190,53 +183,68 @@ def _sigma_class(ch: str) -> int:
 
 
 class _BasicTokenizerTables:
-    """BasicTokenizer's per-character rules for one casing, as `_CodepointMap`s."""
+    """BasicTokenizer's per-character rules for one casing, as `_CodepointMap`s.
+
+    Cased: `full` cleans, pads CJK and punctuation. Uncased: `first` cleans, pads CJK,
+    lower-cases and decomposes (NFD); `second` drops nonspacing marks and pads
+    punctuation; `full` is `second` after `first`, used unless a string needs the
+    canonical reordering that NFD does between the two. `flags` holds the final-sigma
+    class and the reorder flag of each code point, `ccc` its canonical combining class.
+    """
 
     def __init__(self, lower_case: bool):
         self.lower_case = lower_case
-        if not lower_case:
-            self.full = _CodepointMap(_cased_mapping())
-            return
-        first, full = {}, {}
+        first, second, full = {}, {}, {}
         flags = np.zeros(_NUM_CODEPOINTS, np.int32)
         ccc = np.zeros(_NUM_CODEPOINTS, np.int32)
         for cp in range(_NUM_CODEPOINTS):
-            if not _is_codepoint(cp):
-                continue
+            if 0xD800 <= cp <= 0xDFFF:
+                continue  # surrogates never come out of a UTF-8 decode
             ch = chr(cp)
             category = unicodedata.category(ch)
-            ccc[cp] = unicodedata.combining(ch)
-            if category in ("Cn", "Co"):
+            if category in ("Cn", "Co") and not _is_cjk(cp):
+                continue  # no rule touches unassigned or private-use characters
+            if not lower_case:
+                out = _cased_rule(ch)
+                if out != ch:
+                    full[cp] = out
                 continue
-            decomposed = _lower_nfd(ch)
-            if decomposed != ch:
-                first[cp] = decomposed
-            stripped = _strip_and_split(decomposed)
-            if stripped != ch:
-                full[cp] = stripped
+            ccc[cp] = unicodedata.combining(ch)
+            stage1 = _clean_and_pad(ch)
+            stage2 = "".join(_strip_mark_pad_punctuation(c) for c in stage1)
+            if stage1 != ch:
+                first[cp] = stage1
+            if stage2 != ch:
+                full[cp] = stage2
+            alone = _strip_mark_pad_punctuation(ch)
+            if alone != ch:
+                second[cp] = alone
             if _is_removed(ch):
                 flags[cp] = _SKIPPED
             elif not _is_separator(ch):
                 flags[cp] = _sigma_class(ch)
             if any(unicodedata.combining(c) and unicodedata.category(c) != "Mn"
-                   for c in decomposed):
+                   for c in stage1):
                 flags[cp] |= _NEEDS_REORDER
-        # The stage-2 map (applied to stage-1 output) drops marks and pads punctuation.
-        second = {}
-        for cp in range(_NUM_CODEPOINTS):
-            if _is_codepoint(cp):
-                out = _strip_and_split(chr(cp), clean=False)
-                if out != chr(cp):
-                    second[cp] = out
         self.full = _CodepointMap(full)
-        self.first = _CodepointMap(first)
-        self.second = _CodepointMap(second)
-        self.flags = _two_level_table(flags)
-        self.ccc = _two_level_table(ccc)
+        if lower_case:
+            self.first = _CodepointMap(first)
+            self.second = _CodepointMap(second)
+            self.flags = _two_level_table(flags)
+            self.ccc = _two_level_table(ccc)
 
 
-def _lower_nfd(ch: str) -> str:
-    """Stage 1 of the uncased rules: cleaning, CJK padding, lower() and NFD."""
+def _cased_rule(ch: str) -> str:
+    """Cleaning, then spaces around CJK ideographs and punctuation."""
+    if _is_removed(ch):
+        return ""
+    if _is_separator(ch):
+        return " "
+    return f" {ch} " if _is_cjk(ord(ch)) or _is_punctuation(ch) else ch
+
+
+def _clean_and_pad(ch: str) -> str:
+    """Cleaning, CJK padding and, for uncased vocabularies, lower() and NFD."""
     if _is_removed(ch):
         return ""
     if _is_separator(ch):
@@ -245,31 +253,10 @@ def _lower_nfd(ch: str) -> str:
     return f" {out} " if _is_cjk(ord(ch)) else out
 
 
-def _strip_and_split(text: str, clean: bool = True) -> str:
-    """Stage 2: drop nonspacing marks, pad punctuation with spaces."""
-    out = []
-    for c in text:
-        category = unicodedata.category(c)
-        if category == "Mn":
-            continue
-        out.append(f" {c} " if c != " " and _is_punctuation(c) else c)
-    del clean
-    return "".join(out)
-
-
-def _cased_mapping() -> dict[int, str]:
-    mapping = {}
-    for cp in range(_NUM_CODEPOINTS):
-        if not _is_codepoint(cp):
-            continue
-        ch = chr(cp)
-        if _is_removed(ch):
-            mapping[cp] = ""
-        elif _is_separator(ch):
-            mapping[cp] = " "
-        elif _is_cjk(cp) or _is_punctuation(ch):
-            mapping[cp] = f" {ch} "
-    return mapping
+def _strip_mark_pad_punctuation(ch: str) -> str:
+    if unicodedata.category(ch) == "Mn":
+        return ""
+    return f" {ch} " if _is_punctuation(ch) else ch
 
 
 @functools.lru_cache(maxsize=None)

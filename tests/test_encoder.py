@@ -68,7 +68,7 @@ def test_dropout_only_in_training(tiny_config):
 
 def test_too_long_input_is_rejected(tiny_config):
     encoder = BertEncoder(tiny_config.replace(max_position_embeddings=8))
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="max_position_embeddings=8"):
         encoder(random_batch(seq=12))
 
 

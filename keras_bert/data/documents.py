@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import collections
 import glob
-import logging
 import gzip
+import logging
 import os
 import zlib
 from collections.abc import Iterable, Iterator

@@ -68,6 +68,11 @@ class BertEmbeddings(keras.layers.Layer):
 
     def call(self, input_word_ids, input_type_ids, training=None):
         seq_len = ops.shape(input_word_ids)[1]
+        if isinstance(seq_len, int) and seq_len > self.max_position_embeddings:
+            raise ValueError(
+                f"Input sequence length {seq_len} exceeds max_position_embeddings="
+                f"{self.max_position_embeddings}; truncate inputs (e.g. "
+                f"BertPreprocessor(seq_length={self.max_position_embeddings})).")
         x = self.word_embeddings(input_word_ids) + self.token_type_embeddings(input_type_ids)
         positions = ops.cast(self.position_embeddings[:seq_len], x.dtype)
         x = self.layer_norm(x + positions[None])

@@ -1,0 +1,436 @@
+"""BERT pretraining data: text in, sharded masked-LM/NSP TFRecords out.
+
+`create_pretraining_data` streams the input documents in chunks of about
+`shard_size_mb`; each chunk becomes one output shard `part-NNNNN.tfrecord`, made from that
+chunk alone (it is the pool random next segments come from and the unit the instances are
+shuffled in) with a random seed derived from `random_seed` and the shard number. So a
+shard's content depends only on its text and the settings: worker processes can build
+shards in any order, `num_shards` machines can each build every `num_shards`-th shard
+into the same directory, and an interrupted run resumes where it stopped.
+
+Each shard is written under a hidden temporary name and renamed when complete. The JSON
+sidecar (`pretraining_data.json`, or `pretraining_data-IIIII-of-NNNNN.json` for a slice)
+records the settings, the vocab checksum, the inputs, the counts per shard and in total;
+a shard counts as done when its file exists and the sidecar lists it.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import hashlib
+import itertools
+import json
+import multiprocessing
+import os
+import random
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
+
+import tensorflow as tf
+import tqdm
+
+from keras_bert.data import documents as documents_lib
+from keras_bert.data.instances import create_instances, instances_to_arrays
+from keras_bert.data.masking import MaskedLmMasker
+from keras_bert.data.tfrecords import serialize_examples, write_tfrecord
+from keras_bert.data.vocab import Vocab
+
+FORMAT_VERSION = 1
+_ENCODE_BATCH = 4096
+_SIDECAR_INTERVAL_S = 5.0
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingDataOptions:
+    """How pretraining instances are made; the defaults are the original script's flags.
+
+    Args:
+        max_seq_length: tokens per instance, [CLS] and [SEP]s included.
+        max_predictions_per_seq: the most masked-LM predictions per instance.
+        masked_lm_prob: the fraction of tokens to predict.
+        short_seq_prob: probability of a shorter random target length.
+        dupe_factor: passes over the documents, each with different pairs and masks.
+        random_seed: fixes the output.
+        do_lower_case: lower-case and strip accents (uncased vocab).
+        do_whole_word_mask: mask all pieces of a word together.
+        next_sentence_prediction: sentence pairs with NSP labels (the paper); False packs
+            full sentences into one segment instead (RoBERTa's FULL-SENTENCES).
+        dynamic_masking: store unmasked instances for masking in the training pipeline.
+        shard_size_mb: text per output shard (millions of characters); also the pool that
+            random next segments come from. Memory per worker grows with it.
+
+    Example:
+
+    >>> PretrainingDataOptions(dupe_factor=5).max_seq_length
+    128
+    """
+
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    dupe_factor: int = 10
+    random_seed: int = 12345
+    do_lower_case: bool = True
+    do_whole_word_mask: bool = False
+    next_sentence_prediction: bool = True
+    dynamic_masking: bool = False
+    shard_size_mb: float = 1.0
+
+    def __post_init__(self):
+        # [CLS] A [SEP] B [SEP] with a target of at least two tokens.
+        minimum_length = 5 if self.next_sentence_prediction else 3
+        problems = []
+        if self.max_seq_length < minimum_length:
+            problems.append(f"max_seq_length must be >= {minimum_length}, got {self.max_seq_length}")
+        if self.max_predictions_per_seq < 1:
+            problems.append(f"max_predictions_per_seq must be >= 1, got "
+                            f"{self.max_predictions_per_seq}")
+        if not 0.0 < self.masked_lm_prob <= 1.0:
+            problems.append(f"masked_lm_prob must be in (0, 1], got {self.masked_lm_prob}")
+        if not 0.0 <= self.short_seq_prob <= 1.0:
+            problems.append(f"short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
+        if self.dupe_factor < 1:
+            problems.append(f"dupe_factor must be >= 1, got {self.dupe_factor}")
+        if self.shard_size_mb <= 0:
+            problems.append(f"shard_size_mb must be > 0, got {self.shard_size_mb}")
+        if problems:
+            raise ValueError("Invalid pretraining data options: " + "; ".join(problems) + ".")
+
+
+def load_tokenizer(vocab_file: str, lower_case: bool) -> Callable[[list[str]], tf.RaggedTensor]:
+    """The WordPiece tokenizer: a list of strings -> ragged int64 ids (no special tokens).
+
+    Example:
+
+    >>> tokenize = load_tokenizer(vocab_file, lower_case=True)  # doctest: +SKIP
+    >>> tokenize(["Hello world."]).to_list()  # doctest: +SKIP
+    [[7592, 2088, 1012]]
+    """
+    import tensorflow_text as tf_text
+
+    vocab = Vocab.from_file(vocab_file)
+    tokenizer = tf_text.FastBertTokenizer(
+        vocab.tokens, token_out_type=tf.int64, unknown_token="[UNK]",
+        lower_case_nfd_strip_accents=lower_case)
+    return lambda lines: tokenizer.tokenize(tf.constant(lines, tf.string))
+
+
+def shard_file_name(shard_id: int) -> str:
+    """The name of output shard `shard_id`.
+
+    Example:
+
+    >>> shard_file_name(3)
+    'part-00003.tfrecord'
+    """
+    return f"part-{shard_id:05d}.tfrecord"
+
+
+def sidecar_file_name(shard_index: int = 0, num_shards: int = 1) -> str:
+    """The JSON sidecar's name: one per run, or per slice when machines split the work.
+
+    Example:
+
+    >>> sidecar_file_name(), sidecar_file_name(1, 4)
+    ('pretraining_data.json', 'pretraining_data-00001-of-00004.json')
+    """
+    if num_shards == 1:
+        return "pretraining_data.json"
+    return f"pretraining_data-{shard_index:05d}-of-{num_shards:05d}.json"
+
+
+class ShardWriter:
+    """Turns one chunk of text documents into one complete TFRecord shard.
+
+    Tokenizes the documents, makes the instances (`keras_bert.data.instances`), masks them
+    unless masking is dynamic (`MaskedLmMasker`), serializes them in TF ops and writes
+    the file atomically. Calling it returns the shard's counts.
+
+    Args:
+        vocab_file: the WordPiece vocab.txt.
+        options: `PretrainingDataOptions`.
+
+    Example:
+
+    >>> writer = ShardWriter(vocab_file, PretrainingDataOptions())  # doctest: +SKIP
+    >>> writer(0, [["First sentence.", "Second one."], ["Another doc."]],
+    ...        "/tmp/out/part-00000.tfrecord")["instances"]  # doctest: +SKIP
+    20
+    """
+
+    def __init__(self, vocab_file: str, options: PretrainingDataOptions):
+        self.options = options
+        self.vocab = Vocab.from_file(vocab_file)
+        self.tokenize = load_tokenizer(vocab_file, options.do_lower_case)
+        self.masker = None if options.dynamic_masking else MaskedLmMasker(
+            self.vocab, max_predictions_per_seq=options.max_predictions_per_seq,
+            masked_lm_prob=options.masked_lm_prob, whole_word_mask=options.do_whole_word_mask)
+        length = options.max_seq_length
+        self._encode = tf.function(self._encode_batch, input_signature=[
+            tf.TensorSpec([None, length], tf.int64), tf.TensorSpec([None, length], tf.int64),
+            tf.TensorSpec([None, length], tf.int64), tf.TensorSpec([None, 1], tf.int64),
+            tf.TensorSpec([2], tf.int64)])
+
+    def _encode_batch(self, input_ids, input_mask, segment_ids, next_sentence_labels, seed):
+        features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
+        num_predictions = tf.constant(0.0)
+        if self.masker is not None:
+            masked = self.masker(input_ids, input_mask, seed)
+            features["input_ids"] = masked.pop("input_word_ids")
+            features.update(masked)
+            num_predictions = tf.reduce_sum(masked["masked_lm_weights"])
+        features["next_sentence_labels"] = next_sentence_labels
+        return serialize_examples(features), num_predictions
+
+    def _tokenize(self, text_documents: list[list[str]], stats: collections.Counter) -> list:
+        """Documents of sentences of ids; sentences and documents left empty are dropped."""
+        lines = [line for document in text_documents for line in document]
+        ragged = self.tokenize(lines)
+        flat = ragged.flat_values.numpy().tolist()
+        splits = ragged.row_splits.numpy().tolist()
+        max_num_tokens = self.options.max_seq_length - (
+            3 if self.options.next_sentence_prediction else 2)
+        result = []
+        line_index = 0
+        for document in text_documents:
+            sentences = []
+            for _ in document:
+                start, end = splits[line_index], splits[line_index + 1]
+                line_index += 1
+                if start == end:
+                    stats["empty_sentences"] += 1
+                    continue
+                stats["long_sentences"] += end - start > max_num_tokens
+                sentences.append(flat[start:end])
+            if sentences:
+                stats["documents"] += 1
+                stats["single_sentence_documents"] += len(sentences) == 1
+                stats["sentences"] += len(sentences)
+                result.append(sentences)
+        stats["tokens"] += len(flat)
+        return result
+
+    def __call__(self, shard_id: int, text_documents: list[list[str]], path: str) -> dict:
+        options = self.options
+        stats: collections.Counter = collections.Counter()
+        documents = self._tokenize(text_documents, stats)
+        rng = random.Random(f"{options.random_seed}/{shard_id}")
+        instances = create_instances(
+            documents, max_seq_length=options.max_seq_length,
+            short_seq_prob=options.short_seq_prob, dupe_factor=options.dupe_factor,
+            next_sentence_prediction=options.next_sentence_prediction,
+            cls_id=self.vocab.cls_id, sep_id=self.vocab.sep_id, rng=rng, stats=stats)
+        del documents
+        stats["instances"] = len(instances)
+        stats["random_next_instances"] = sum(inst.is_random_next for inst in instances)
+        stats["instance_tokens"] = sum(len(inst.tokens) for inst in instances)
+        mask_seed = _derive_seed(options.random_seed, shard_id, "mask")
+
+        def records() -> Iterator[bytes]:
+            for batch, start in enumerate(range(0, len(instances), _ENCODE_BATCH)):
+                arrays = instances_to_arrays(instances[start:start + _ENCODE_BATCH],
+                                             options.max_seq_length)
+                serialized, num_predictions = self._encode(
+                    arrays["input_ids"], arrays["input_mask"], arrays["segment_ids"],
+                    arrays["next_sentence_labels"], tf.constant([mask_seed, batch], tf.int64))
+                stats["masked_lm_predictions"] += int(num_predictions)
+                yield from serialized.numpy()
+
+        write_tfrecord(path, records())
+        return dict(stats)
+
+
+def _derive_seed(*parts) -> int:
+    digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1  # a non-negative int64
+
+
+# The ShardWriter of a worker process, built once by `_init_worker`.
+_WORKER: ShardWriter | None = None
+
+
+def _init_worker(vocab_file: str, options: PretrainingDataOptions) -> None:
+    global _WORKER
+    _WORKER = ShardWriter(vocab_file, options)
+
+
+def _write_shard_in_worker(shard_id: int, text_documents: list[list[str]], path: str):
+    return shard_id, _WORKER(shard_id, text_documents, path)
+
+
+def _sha256(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _check_writable(output_dir: str) -> None:
+    try:
+        os.makedirs(output_dir, exist_ok=True)
+        with tempfile.TemporaryFile(dir=output_dir):
+            pass
+    except OSError as e:
+        raise PermissionError(f"--output_dir {output_dir} is not a writable directory: {e}") from None
+
+
+class _Sidecar:
+    """The run's JSON record; resuming requires the same settings, vocab and inputs."""
+
+    def __init__(self, path: str, identity: dict):
+        self.path = path
+        self.identity = identity
+        self.shards: dict[str, dict] = {}
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                previous = json.load(f)
+            differs = [key for key, value in identity.items() if previous.get(key) != value]
+            if differs:
+                raise ValueError(
+                    f"{path} was written with different {', '.join(differs)}; its shards "
+                    "cannot be resumed. Use another --output_dir or delete the old files.")
+            self.shards = previous.get("shards", {})
+        self._last_write = 0.0
+
+    def is_done(self, output_dir: str, name: str) -> bool:
+        return name in self.shards and os.path.exists(os.path.join(output_dir, name))
+
+    def write(self, input_stats: dict, complete: bool, force: bool = False) -> dict:
+        if not force and time.monotonic() - self._last_write < _SIDECAR_INTERVAL_S:
+            return {}
+        totals: collections.Counter = collections.Counter()
+        for counts in self.shards.values():
+            totals.update(counts)
+        record = {**self.identity, "complete": complete, "input_stats": input_stats,
+                  "totals": dict(sorted(totals.items())),
+                  "shards": dict(sorted(self.shards.items()))}
+        temporary = self.path + ".tmp"
+        with open(temporary, "w", encoding="utf-8") as f:
+            json.dump(record, f, indent=1)
+        os.replace(temporary, self.path)
+        self._last_write = time.monotonic()
+        return record
+
+
+def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, output_dir: str,
+                            vocab_file: str,
+                            options: PretrainingDataOptions = PretrainingDataOptions(), *,
+                            num_workers: int | None = None, shard_index: int = 0,
+                            num_shards: int = 1, progress: bool = True) -> dict:
+    """Writes BERT pretraining TFRecord shards and their JSON sidecar into `output_dir`.
+
+    Args:
+        inputs: comma-separated globs (or a list of them) of text files, plain or gzip,
+            one sentence a line and a blank line between documents; or a
+            `tf.data.Dataset` of scalar strings in that format (one document each, e.g. a
+            `tfds` text dataset mapped to its text).
+        output_dir: where the `part-NNNNN.tfrecord` shards and the sidecar go.
+        vocab_file: the WordPiece vocab.txt.
+        options: `PretrainingDataOptions`.
+        num_workers: processes building shards (default: the CPU count); 0 or 1 builds
+            them in this process.
+        shard_index, num_shards: build only the shards `i` with
+            `i % num_shards == shard_index`, for splitting the work across machines.
+        progress: show a progress bar on stderr.
+
+    Returns:
+        The sidecar's content: settings, vocab, inputs, per-shard counts and `totals`
+        (documents, instances, tokens, masked-LM predictions, ...), and `input_stats`
+        (files, lines and the bad input skipped).
+
+    Raises:
+        FileNotFoundError: an input pattern or the vocab file does not exist.
+        PermissionError: `output_dir` cannot be written.
+        ValueError: bad options, or `output_dir` holds a run with other settings.
+
+    Example:
+
+    >>> summary = create_pretraining_data("corpus/*.txt", "/tmp/pretraining", "vocab.txt",
+    ...     PretrainingDataOptions(dupe_factor=5))  # doctest: +SKIP
+    >>> summary["totals"]["instances"]  # doctest: +SKIP
+    51234
+    """
+    if not 0 <= shard_index < num_shards:
+        raise ValueError(f"--shard_index must be in [0, {num_shards}), got {shard_index}.")
+    if num_workers is None:
+        num_workers = os.cpu_count() or 1
+    # Everything that can fail on the user's input fails here, before any work.
+    if isinstance(inputs, tf.data.Dataset):
+        files, input_record = None, "tf.data.Dataset"
+    else:
+        files = documents_lib.expand_input_patterns(inputs)
+        input_record = [{"path": os.path.abspath(f), "bytes": os.path.getsize(f)} for f in files]
+    vocab = Vocab.from_file(vocab_file)
+    _check_writable(output_dir)
+    identity = {
+        "format_version": FORMAT_VERSION,
+        "settings": {**dataclasses.asdict(options), "shard_index": shard_index,
+                     "num_shards": num_shards},
+        "vocab": {"sha256": _sha256(vocab_file), "size": len(vocab)},
+        "inputs": input_record,
+    }
+    sidecar = _Sidecar(os.path.join(output_dir, sidecar_file_name(shard_index, num_shards)),
+                       identity)
+
+    input_stats: collections.Counter = collections.Counter()
+    if files is None:
+        lines = documents_lib.read_dataset_lines(inputs, input_stats)
+    else:
+        lines = itertools.chain.from_iterable(
+            documents_lib.read_file_lines(f, input_stats) for f in files)
+    chunks = documents_lib.chunk_documents(lines, int(options.shard_size_mb * 1e6), input_stats)
+
+    def tasks():
+        for shard_id, text_documents in enumerate(chunks):
+            name = shard_file_name(shard_id)
+            if shard_id % num_shards == shard_index and not sidecar.is_done(output_dir, name):
+                yield shard_id, text_documents, os.path.join(output_dir, name)
+
+    bar = tqdm.tqdm(unit=" docs", disable=not progress, dynamic_ncols=True,
+                    desc="create-pretraining-data")
+    start = time.monotonic()
+    written: collections.Counter = collections.Counter()
+
+    def on_done(shard_id: int, stats: dict) -> None:
+        sidecar.shards[shard_file_name(shard_id)] = stats
+        written.update(shards=1, instances=stats["instances"])
+        bar.update(stats.get("documents", 0))
+        elapsed = max(time.monotonic() - start, 1e-9)
+        bar.set_postfix(shards=written["shards"], instances=written["instances"],
+                        instances_per_s=f"{written['instances'] / elapsed:.0f}")
+        sidecar.write(dict(sorted(input_stats.items())), complete=False)
+
+    try:
+        _run(tasks(), num_workers, (vocab_file, options), on_done)
+    finally:
+        bar.close()
+    return sidecar.write(dict(sorted(input_stats.items())), complete=True, force=True)
+
+
+def _run(tasks: Iterator, num_workers: int, init_args: tuple, on_done) -> None:
+    """Builds the shards in this process or in `num_workers` spawned processes, keeping at
+    most two chunks per worker in flight so memory stays bounded."""
+    if num_workers <= 1:
+        writer = ShardWriter(*init_args)
+        for shard_id, text_documents, path in tasks:
+            on_done(shard_id, writer(shard_id, text_documents, path))
+        return
+    # Spawn, not fork: TensorFlow's runtime does not survive a fork.
+    pool = ProcessPoolExecutor(num_workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_init_worker, initargs=init_args)
+    try:
+        pending = set()
+        for task in tasks:
+            pending.add(pool.submit(_write_shard_in_worker, *task))
+            if len(pending) >= 2 * num_workers:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    on_done(*future.result())
+        for future in as_completed(pending):
+            on_done(*future.result())
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
