@@ -14,6 +14,10 @@ COMMANDS = {
     "vocab": ("pipelines.vocab", "learn a WordPiece vocab.txt from a text corpus"),
     "create-pretraining-data": ("pipelines.create_pretraining_data",
                                 "write masked-LM/NSP TFRecords from raw text"),
+    "pretrain": ("pipelines.pretrain", "pretrain BERT (MLM + NSP) with model.fit on a "
+                 "tf.distribute strategy"),
+    "demo": ("pipelines.demo", "end to end on local text: vocab, TFRecords, pretraining, "
+             "masked-token predictions"),
 }
 
 
