@@ -1,0 +1,76 @@
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from conftest import REPO
+from test_checkpoints import REFERENCE, _minilm_path
+
+from keras_bert.cli import COMMANDS, build_parser, main
+
+# The sentences scripts/make_hf_reference.py gave to transformers.
+SINGLES = [
+    "The quick brown fox jumps over the lazy dog.",
+    "BERT is conceptually simple and empirically powerful.",
+    "it 's a charming and often affecting journey .",
+    "Unbelievable!",
+    "Resizing filesystems requires care: back up your data first.",
+    "Ångström-scale structures were imaged at 4 K (−269 °C).",
+]
+
+
+def test_help_lists_every_shipped_command(capsys):
+    assert main([]) == 2
+    text = capsys.readouterr().out
+    parser_choices = build_parser()._subparsers._group_actions[0].choices
+    assert "encode" in parser_choices
+    for name in parser_choices:
+        assert name in COMMANDS and name in text
+
+
+def test_python_dash_m_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "keras_bert", "--help"], capture_output=True,
+                          text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0 and "encode" in proc.stdout
+
+
+def test_encode_matches_transformers_end_to_end():
+    # Tokenization + packing + encoder + mean pooling against Hugging Face's tokenizer ids
+    # and BertModel outputs for the same sentences.
+    from pipelines.encode import embed
+
+    from keras_bert import load_encoder
+    from keras_bert.preprocessing import BertPreprocessor
+    from keras_bert.tokenization import BertTokenizer
+
+    path = _minilm_path()
+    ref = np.load(REFERENCE)
+    pre = BertPreprocessor(BertTokenizer(os.path.join(path, "vocab.txt")), seq_length=40)
+    ids = pre(tf.constant(SINGLES))
+    np.testing.assert_array_equal(ids["input_word_ids"], ref["single_input_word_ids"])
+    np.testing.assert_array_equal(ids["input_mask"], ref["single_input_mask"])
+    got = embed(load_encoder(path), pre, SINGLES, pooling="mean", batch_size=4, progress=False)
+    mask = ref["single_input_mask"][..., None].astype(np.float32)
+    want = (ref["single_sequence_output"] * mask).sum(1) / mask.sum(1)
+    np.testing.assert_allclose(got, want, atol=1e-4)
+
+
+def test_encode_command_writes_npy(tmp_path, capsys):
+    _minilm_path()
+    out = tmp_path / "emb.npy"
+    assert main(["encode", "A man is playing a guitar.", "Someone plays an instrument.",
+                 "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "cosine similarity" in printed
+    vectors = np.load(out)
+    assert vectors.shape == (2, 384)
+    assert [p.name for p in tmp_path.iterdir()] == ["emb.npy"]
+
+
+def test_encode_errors(tmp_path):
+    with pytest.raises(SystemExit, match="give sentences"):
+        main(["encode", "--model", str(tmp_path)])
+    with pytest.raises(SystemExit, match="does not exist"):
+        main(["encode", "--input_file", str(tmp_path / "missing.txt")])
