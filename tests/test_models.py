@@ -172,3 +172,15 @@ def test_best_span_v1_and_v2():
     assert not best_span(start, end, null_score_diff_threshold=5.0).has_answer
     with pytest.raises(ValueError, match="same length"):
         best_span(start, end[:3])
+
+
+def test_fit_with_xla_and_mixed_precision(tiny_config):
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    x = _toy()
+    y = (x["input_word_ids"][:, 1] < 35).astype("int32")
+    model = BertClassifier(BertEncoder(tiny_config), num_classes=2)
+    model.compile(optimizer=keras.optimizers.Adam(3e-3), jit_compile=True)
+    assert model(x).dtype == "float32"  # logits leave in float32 for the loss
+    first = model.evaluate(x, y, verbose=0, return_dict=True)["loss"]
+    model.fit(x, y, epochs=12, batch_size=16, verbose=0, shuffle=False)
+    assert model.evaluate(x, y, verbose=0, return_dict=True)["loss"] < 0.7 * first
