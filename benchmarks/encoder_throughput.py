@@ -8,7 +8,8 @@ Prints one JSON line per measurement and a final comparison line:
 Each implementation runs in its own subprocess so its peak RSS is its own. "ceiling" is
 a tf.function that performs exactly the encoder's matrix multiplications (projections,
 feed-forward, attention scores and context) and nothing else: the seq/s the encoder
-would reach if everything but the matmuls were free.
+would reach if everything but the matmuls were free. The fractions in the summary are
+against the plain-TF ceiling; the XLA-compiled ceiling is reported beside it.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def run_one(impl, xla, batch, seq, warmup, iters):
     import tensorflow as tf
 
     ids, mask, types = _inputs(batch, seq, SHAPE["vocab_size"])
-    L, H, A, I = (SHAPE[k] for k in ("num_layers", "hidden_size", "num_heads", "intermediate_size"))
+    L, H, A, inter = (SHAPE[k] for k in ("num_layers", "hidden_size", "num_heads", "intermediate_size"))
     if impl == "keras_bert":
         from keras_bert import BertConfig, BertEncoder
 
@@ -75,7 +76,7 @@ def run_one(impl, xla, batch, seq, warmup, iters):
 
         model = keras_hub.models.BertBackbone(
             vocabulary_size=SHAPE["vocab_size"], num_layers=L, num_heads=A, hidden_dim=H,
-            intermediate_dim=I, max_sequence_length=512)
+            intermediate_dim=inter, max_sequence_length=512)
 
         def call(i, m, t):
             return model({"token_ids": i, "padding_mask": m, "segment_ids": t},
@@ -83,7 +84,7 @@ def run_one(impl, xla, batch, seq, warmup, iters):
     elif impl == "ceiling":
         d = H // A
         w = {k: tf.random.normal(s) for k, s in
-             [("qkvo", (H, H)), ("w1", (H, I)), ("w2", (I, H))]}
+             [("qkvo", (H, H)), ("w1", (H, inter)), ("w2", (inter, H))]}
 
         def call(i, m, t):
             x = tf.random.normal((batch * seq, H)) + tf.cast(tf.reduce_sum(i), tf.float32) * 0
@@ -98,7 +99,7 @@ def run_one(impl, xla, batch, seq, warmup, iters):
         raise ValueError(impl)
     fn = tf.function(call, jit_compile=bool(xla))
     seconds = _time(fn, (tf.constant(ids), tf.constant(mask), tf.constant(types)), warmup, iters)
-    flops = encoder_flops(batch, seq, L, H, I)
+    flops = encoder_flops(batch, seq, L, H, inter)
     return {"impl": impl, "xla": bool(xla), "batch": batch, "seq": seq,
             "seq_per_s": round(batch / seconds, 2), "ms_per_batch": round(seconds * 1e3, 1),
             "gflops": round(flops / seconds / 1e9, 1),
@@ -121,8 +122,6 @@ def main():
     results = {}
     for impl in ("ceiling", "keras_bert", "keras_hub"):
         for xla in (0, 1):
-            if impl == "ceiling" and xla:
-                continue
             cmd = [sys.executable, __file__, "--impl", impl, "--xla", str(xla),
                    "--batch", str(args.batch), "--seq", str(args.seq),
                    "--iters", str(args.iters), "--warmup", str(args.warmup)]
@@ -142,8 +141,12 @@ def main():
         if ours[x] and hub[x]:
             summary[f"speedup_vs_keras_hub_{tag}"] = round(ours[x]["seq_per_s"] / hub[x]["seq_per_s"], 2)
         if ours[x] and ceiling:
+            # The goal is stated against the plain-TF matmul ceiling.
             summary[f"fraction_of_matmul_ceiling_{tag}"] = round(
                 ours[x]["seq_per_s"] / ceiling["seq_per_s"], 2)
+    if results.get(("ceiling", 1)) and ceiling:
+        summary["xla_matmul_ceiling_vs_tf"] = round(
+            results[("ceiling", 1)]["seq_per_s"] / ceiling["seq_per_s"], 2)
     print(json.dumps(summary))
 
 
