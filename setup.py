@@ -21,6 +21,8 @@ EXTRAS = {
     # Peers measured side by side in benchmarks/.
     "bench": ["keras-hub", "tokenizers", "psutil"],
     "datasets": ["tensorflow-datasets"],
+    # Independent references that scripts/ regenerate tests/data from (not needed by CI).
+    "refs": ["bert-tensorflow==1.0.4", "tokenizers"],
 }
 
 setup(

@@ -7,6 +7,8 @@ The public API:
   `BertTokenClassifier`, `BertMultipleChoice`, `BertFeatureExtractor`.
 - `load_encoder`, `load_pretrainer`: weights from Hugging Face, Google or keras_bert
   checkpoints; `save_google_checkpoint` writes Google's TF1 format.
+- `BertTokenizer` (google-research/bert's FullTokenizer ids, in-graph),
+  `BertPreprocessor` (strings -> encoder inputs), `learn_vocab` (WordPiece vocab.txt).
 """
 
 import os as _os
@@ -30,12 +32,22 @@ from keras_bert.models import (  # noqa: E402
     BertSpanLabeler,
     BertTokenClassifier,
 )
+from keras_bert.preprocessing import BertPreprocessor, pack_inputs, truncate_segments  # noqa: E402
+from keras_bert.tokenization import (  # noqa: E402
+    BertTokenizer,
+    VocabularyWarning,
+    basic_tokenize,
+    load_vocab,
+)
+from keras_bert.vocab import learn_vocab, reserved_tokens, write_vocab  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
     "PRESETS", "BertClassifier", "BertConfig", "BertEncoder", "BertFeatureExtractor",
-    "BertMultipleChoice", "BertPretrainer", "BertSpanLabeler", "BertTokenClassifier",
-    "CheckpointError", "__version__", "load_encoder", "load_pretrainer", "save_encoder",
-    "save_google_checkpoint",
+    "BertMultipleChoice", "BertPreprocessor", "BertPretrainer", "BertSpanLabeler",
+    "BertTokenClassifier", "BertTokenizer", "CheckpointError", "VocabularyWarning",
+    "__version__", "basic_tokenize", "learn_vocab", "load_encoder", "load_pretrainer",
+    "load_vocab", "pack_inputs", "reserved_tokens", "save_encoder", "save_google_checkpoint",
+    "truncate_segments", "write_vocab",
 ]
