@@ -1,1 +1,41 @@
-"""Data pipelines: pretraining instances, TFRecords and tf.data readers."""
+"""Data pipelines: BERT pretraining instances, their TFRecords and the tf.data reader.
+
+- `create_pretraining_data` (the `keras-bert create-pretraining-data` command): text to
+  sharded masked-LM/NSP TFRecords, streaming, in parallel, resumable.
+- `PretrainingDataOptions`: the original script's settings plus no-NSP packing and
+  dynamic masking.
+- `pretraining_dataset`: the training input pipeline over the shards.
+- `MaskedLmMasker`: BERT's masked-LM choice as TF ops (static or dynamic masking).
+- The steps on their own: `create_instances` (and the per-document
+  `create_instances_from_document`, `create_packed_instances`, `truncate_seq_pair`),
+  `instances_to_arrays`, `feature_spec`, `serialize_examples`, `write_tfrecord`.
+"""
+
+from keras_bert.data.instances import (
+    Instance,
+    create_instances,
+    create_instances_from_document,
+    create_packed_instances,
+    instances_to_arrays,
+    truncate_seq_pair,
+)
+from keras_bert.data.masking import MaskedLmMasker
+from keras_bert.data.pretraining import (
+    PretrainingDataError,
+    PretrainingDataOptions,
+    ShardWriter,
+    create_pretraining_data,
+)
+from keras_bert.data.tfrecords import (
+    feature_spec,
+    pretraining_dataset,
+    serialize_examples,
+    write_tfrecord,
+)
+
+__all__ = [
+    "Instance", "MaskedLmMasker", "PretrainingDataError", "PretrainingDataOptions", "ShardWriter", "create_instances",
+    "create_instances_from_document", "create_packed_instances", "create_pretraining_data",
+    "feature_spec", "instances_to_arrays", "pretraining_dataset", "serialize_examples",
+    "truncate_seq_pair", "write_tfrecord",
+]

@@ -44,17 +44,17 @@ def expand_input_patterns(patterns: str | Iterable[str]) -> list[str]:
     """
     if isinstance(patterns, str):
         patterns = patterns.split(",")
-    files: list[str] = []
+    files: dict[str, None] = {}  # ordered, without repeats
     for pattern in (p.strip() for p in patterns):
         if not pattern:
             continue
         matched = sorted(f for f in glob.glob(os.path.expanduser(pattern)) if os.path.isfile(f))
         if not matched:
             raise FileNotFoundError(f"--input_file pattern {pattern!r} matches no file.")
-        files.extend(f for f in matched if f not in files)
+        files.update(dict.fromkeys(matched))
     if not files:
         raise FileNotFoundError("--input_file names no input file.")
-    return files
+    return list(files)
 
 
 def _open_binary(path: str):
@@ -73,7 +73,17 @@ def _decode_line(line: bytes, stats: collections.Counter) -> str:
 
 def read_file_lines(path: str, stats: collections.Counter) -> Iterator[str | None]:
     """Stripped lines of one text file, `END_OF_DOCUMENT` for a blank line and at the
-    end of the file (a document never continues into the next file)."""
+    end of the file (a document never continues into the next file).
+
+    Example:
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "a.txt"
+    >>> _ = path.write_bytes(b"One.\\n  Two. \\n\\nBad \\xff byte.\\n")
+    >>> stats = collections.Counter()
+    >>> list(read_file_lines(str(path), stats)), stats["invalid_utf8_lines"]
+    (['One.', 'Two.', None, 'Bad  byte.', None], 1)
+    """
     stats["files"] += 1
     try:
         with _open_binary(path) as f:
@@ -105,7 +115,15 @@ def read_file_lines(path: str, stats: collections.Counter) -> Iterator[str | Non
 
 def read_dataset_lines(dataset, stats: collections.Counter) -> Iterator[str | None]:
     """Lines of a `tf.data.Dataset` of scalar strings: each element is text in the file
-    format (usually one document) and ends a document."""
+    format (usually one document) and ends a document.
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> dataset = tf.data.Dataset.from_tensor_slices(["A.\\nB.", "C."])
+    >>> list(read_dataset_lines(dataset, collections.Counter()))
+    ['A.', 'B.', None, 'C.', None]
+    """
     for element in dataset.as_numpy_iterator():
         if not isinstance(element, bytes):
             raise TypeError("A dataset of documents must yield scalar strings, got "

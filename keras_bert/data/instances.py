@@ -90,7 +90,8 @@ def create_instances_from_document(documents: list, document_index: int, *, max_
     >>> for inst in create_instances_from_document(docs, 0, max_seq_length=8,
     ...         short_seq_prob=0.0, cls_id=2, sep_id=3, rng=random.Random(1)):
     ...     print(inst.tokens, inst.segment_a_length, inst.is_random_next)
-    [2, 5, 6, 3, 7, 8, 9, 3] 4 False
+    [2, 5, 6, 3, 10, 11, 12, 3] 4 True
+    [2, 7, 3, 8, 9, 3] 3 False
     """
     document = documents[document_index]
     max_num_tokens = max_seq_length - 3
@@ -151,12 +152,13 @@ def create_packed_instances(documents: list, *, max_seq_length: int, short_seq_p
 
     Example:
 
-    >>> docs = [[[5, 6], [7]], [[8, 9, 10]]]
-    >>> for inst in create_packed_instances(docs, max_seq_length=8, short_seq_prob=0.0,
+    >>> docs = [[[5, 6], [7]], [[8, 9, 10]], [[11, 12, 13, 14, 15, 16, 17, 18]]]
+    >>> for inst in create_packed_instances(docs, max_seq_length=9, short_seq_prob=0.0,
     ...                                     cls_id=2, sep_id=3, rng=random.Random(0)):
     ...     print(inst.tokens)
-    [2, 5, 6, 7, 3, 8, 9, 3]
-    [2, 10, 3]
+    [2, 5, 6, 7, 3, 8, 9, 10, 3]
+    [2, 11, 12, 13, 14, 15, 16, 17, 3]
+    [2, 18, 3]
     """
     max_num_tokens = max_seq_length - 2
 
@@ -209,7 +211,7 @@ def create_instances(documents: list, *, max_seq_length: int, short_seq_prob: fl
     ...     dupe_factor=2, next_sentence_prediction=True, cls_id=2, sep_id=3,
     ...     rng=random.Random(0))
     >>> len(instances)
-    6
+    8
     """
     documents = list(documents)
     rng.shuffle(documents)

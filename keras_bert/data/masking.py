@@ -20,16 +20,20 @@ The random choices come from stateless TF ops, so a seed fixes the result.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+
 import tensorflow as tf
 
-from keras_bert.data.vocab import Vocab
+from keras_bert.tokenization import CLS_TOKEN, MASK_TOKEN, SEP_TOKEN, load_vocab
 
 
 class MaskedLmMasker:
     """Chooses and applies BERT's masked-LM predictions for a batch of token ids.
 
     Args:
-        vocab: the `Vocab` the ids come from (special ids, size, "##" pieces).
+        vocab: the WordPiece vocabulary the ids come from: a vocab.txt path or the
+            tokens in id order (e.g. `BertTokenizer.vocabulary`).
         max_predictions_per_seq: the most predictions per sequence (the padded width).
         masked_lm_prob: the fraction of tokens to predict.
         whole_word_mask: mask all pieces of a word together.
@@ -43,7 +47,7 @@ class MaskedLmMasker:
     Example:
 
     >>> import numpy as np
-    >>> vocab = Vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "##c"])
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "##c"]
     >>> masker = MaskedLmMasker(vocab, max_predictions_per_seq=3)
     >>> ids = np.array([[2, 5, 6, 7, 5, 6, 7, 5, 3, 0]])
     >>> out = masker(ids, ids > 0, seed=[1, 2])
@@ -53,23 +57,31 @@ class MaskedLmMasker:
     ['input_word_ids', 'masked_lm_ids', 'masked_lm_positions', 'masked_lm_weights']
     """
 
-    def __init__(self, vocab: Vocab, *, max_predictions_per_seq: int = 20,
-                 masked_lm_prob: float = 0.15, whole_word_mask: bool = False):
+    def __init__(self, vocab: str | os.PathLike | Sequence[str], *,
+                 max_predictions_per_seq: int = 20, masked_lm_prob: float = 0.15,
+                 whole_word_mask: bool = False):
+        tokens = load_vocab(vocab) if isinstance(vocab, (str, os.PathLike)) else list(vocab)
+        # As FullTokenizer's dict: a repeated token has the id of its last line.
+        ids = {token: i for i, token in enumerate(tokens)}
+        missing = [t for t in (CLS_TOKEN, SEP_TOKEN, MASK_TOKEN) if t not in ids]
+        if missing:
+            raise ValueError(f"The vocabulary lacks {missing}, which masked-LM data needs.")
         if max_predictions_per_seq < 1:
             raise ValueError(f"max_predictions_per_seq must be >= 1, got {max_predictions_per_seq}.")
         if not 0.0 < masked_lm_prob <= 1.0:
             raise ValueError(f"masked_lm_prob must be in (0, 1], got {masked_lm_prob}.")
-        self.vocab_size = len(vocab)
-        self.mask_id, self.cls_id, self.sep_id = vocab.mask_id, vocab.cls_id, vocab.sep_id
+        self.vocab_size = len(tokens)
+        self.mask_id, self.cls_id, self.sep_id = ids[MASK_TOKEN], ids[CLS_TOKEN], ids[SEP_TOKEN]
         self.max_predictions_per_seq = int(max_predictions_per_seq)
         self.masked_lm_prob = float(masked_lm_prob)
         self.whole_word_mask = bool(whole_word_mask)
-        self._continues_word = tf.constant(vocab.continues_word, tf.bool)
+        # Whole-word masking glues a "##" piece to the word before it.
+        self._continues_word = tf.constant([t.startswith("##") for t in tokens], tf.bool)
 
     def __call__(self, input_ids, input_mask, seed) -> dict[str, tf.Tensor]:
         ids = tf.convert_to_tensor(input_ids)
         real = tf.cast(input_mask, tf.bool)
-        seeds = tf.random.split(tf.convert_to_tensor(seed, tf.int64), 4)
+        seeds = tf.random.split(tf.convert_to_tensor(seed, tf.int64), 3)
         shape = tf.shape(ids)
         batch, length = shape[0], shape[1]
         positions = tf.range(length)[tf.newaxis, :]
@@ -90,35 +102,41 @@ class MaskedLmMasker:
         else:
             word_start = candidate
 
-        # A uniformly random order of the words: sort random keys, words first.
-        keys = tf.random.stateless_uniform(shape, seeds[0], dtype=tf.float64)
-        order = tf.argsort(tf.where(word_start, keys, 2.0), axis=1, stable=True)
-        rank = tf.argsort(order, axis=1, stable=True)
-
+        # A uniformly random order of the words: sort random keys, words first. Adding
+        # the position makes the keys distinct, so exactly the chosen count is taken.
+        random_part = tf.random.stateless_uniform(shape, seeds[0], minval=0, maxval=2**31 - 1,
+                                                  dtype=tf.int32)
+        keys = tf.where(word_start, tf.cast(random_part, tf.int64) * tf.cast(length, tf.int64)
+                        + tf.cast(positions, tf.int64), tf.int64.max)
         if self.whole_word_mask:
-            selected = self._take_whole_words(candidate, word_start, order, rank, num_to_predict,
+            selected = self._take_whole_words(candidate, word_start, keys, num_to_predict,
                                               batch, length)
         else:
-            # Every word is one token, so taking words while they fit takes the first n.
-            selected = word_start & (rank < num_to_predict[:, tf.newaxis])
+            # Every word is one token, so taking words while they fit takes the first n:
+            # those with a key up to the n-th smallest.
+            smallest = -tf.math.top_k(-keys, k=tf.minimum(self.max_predictions_per_seq, length),
+                                      sorted=True).values
+            nth_smallest = tf.gather(smallest, num_to_predict - 1, batch_dims=1)
+            selected = word_start & (keys <= nth_smallest[:, tf.newaxis])
 
-        replace = tf.random.stateless_uniform(shape, seeds[1])
-        keep = tf.random.stateless_uniform(shape, seeds[2])
-        random_ids = tf.random.stateless_uniform(shape, seeds[3], minval=0,
-                                                 maxval=self.vocab_size, dtype=ids.dtype)
-        to_mask = selected & (replace < 0.8)
-        to_random = selected & (replace >= 0.8) & (keep >= 0.5)
-        masked_ids = tf.where(to_mask, tf.cast(self.mask_id, ids.dtype),
-                              tf.where(to_random, random_ids, ids))
+        # One draw decides: [MASK] below 0.8, a random id up to 0.9, unchanged above.
+        action = tf.random.stateless_uniform(shape, seeds[1])
+        random_ids = tf.random.stateless_uniform(shape, seeds[2], minval=0,
+                                                 maxval=self.vocab_size, dtype=tf.int32)
+        masked_ids = tf.where(selected & (action < 0.8), tf.cast(self.mask_id, ids.dtype),
+                              tf.where(selected & (action >= 0.8) & (action < 0.9),
+                                       tf.cast(random_ids, ids.dtype), ids))
 
-        # Chosen positions in increasing order, then zero padding.
+        # Chosen positions in increasing order, then zero padding: position t goes to
+        # slot (chosen before t) of its row; tf.where lists them in row-major order.
         width = self.max_predictions_per_seq
-        by_position = tf.argsort(tf.where(selected, positions, positions + length), axis=1,
-                                 stable=True)
-        by_position = tf.pad(by_position, [[0, 0], [0, tf.maximum(width - length, 0)]])[:, :width]
+        chosen = tf.where(selected)
+        slot = tf.gather_nd(tf.cumsum(tf.cast(selected, tf.int64), axis=1, exclusive=True),
+                            chosen)
+        lm_positions = tf.scatter_nd(tf.stack([chosen[:, 0], slot], axis=1), chosen[:, 1],
+                                     tf.stack([tf.cast(batch, tf.int64), width]))
         count = tf.reduce_sum(tf.cast(selected, tf.int32), axis=1)
         valid = tf.range(width)[tf.newaxis, :] < count[:, tf.newaxis]
-        lm_positions = tf.where(valid, by_position, 0)
         lm_ids = tf.where(valid, tf.gather(ids, lm_positions, batch_dims=1), 0)
         lm_positions = tf.ensure_shape(tf.cast(lm_positions, ids.dtype), [None, width])
         return {
@@ -129,8 +147,10 @@ class MaskedLmMasker:
         }
 
     @staticmethod
-    def _take_whole_words(candidate, word_start, order, rank, num_to_predict, batch, length):
+    def _take_whole_words(candidate, word_start, keys, num_to_predict, batch, length):
         """The original's greedy pass over shuffled words: take a word if it still fits."""
+        order = tf.argsort(keys, axis=1, stable=True)
+        rank = tf.argsort(order, axis=1, stable=True)
         word_index = tf.cumsum(tf.cast(word_start, tf.int32), axis=1) - 1
         # Segment ids over the flattened batch; non-candidates go to a spare last segment.
         num_segments = batch * length + 1

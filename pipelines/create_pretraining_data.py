@@ -1,0 +1,135 @@
+"""Write BERT's masked-LM/next-sentence TFRecords from raw text.
+
+Input: text files (comma-separated globs, plain or gzip) with one sentence a line and a
+blank line between documents. Output: `part-NNNNN.tfrecord` shards in google-research/bert's
+schema plus a JSON sidecar (settings, vocab checksum, counts) in --output_dir. Flags keep
+the original create_pretraining_data.py names where the meaning is the same. A rerun into
+the same --output_dir skips the shards already complete.
+
+Example:
+
+    keras-bert create-pretraining-data --input_file='corpus/*.txt' \\
+        --output_dir=data/pretraining --vocab_file=vocab.txt \\
+        --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=5
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import tensorflow as tf
+
+from keras_bert.data.pretraining import (
+    PretrainingDataError,
+    PretrainingDataOptions,
+    create_pretraining_data,
+)
+
+_DEFAULTS = PretrainingDataOptions()
+
+
+def _boolean(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "t", "yes", "y"):
+        return True
+    if value in ("0", "false", "f", "no", "n"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    def flag(name: str, default: bool, help_text: str) -> None:
+        # `--flag`, `--flag=false` (the original's absl style) and `--noflag` all work.
+        parser.add_argument(f"--{name}", type=_boolean, nargs="?", const=True, default=default,
+                            help=f"{help_text} (default: {default})")
+        parser.add_argument(f"--no{name}", dest=name, action="store_false",
+                            default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    parser.add_argument("--input_file", required=True,
+                        help="input text: comma-separated globs of plain or gzip files")
+    parser.add_argument("--output_dir", required=True,
+                        help="directory for the *.tfrecord shards and the JSON sidecar")
+    parser.add_argument("--vocab_file", required=True, help="the WordPiece vocab.txt")
+    flag("do_lower_case", _DEFAULTS.do_lower_case,
+         "lower-case and strip accents (true for uncased vocabs)")
+    flag("do_whole_word_mask", _DEFAULTS.do_whole_word_mask,
+         "mask all WordPieces of a word together")
+    parser.add_argument("--max_seq_length", type=int, default=_DEFAULTS.max_seq_length,
+                        help="tokens per instance, [CLS]/[SEP] included (default: %(default)s)")
+    parser.add_argument("--max_predictions_per_seq", type=int,
+                        default=_DEFAULTS.max_predictions_per_seq,
+                        help="most masked-LM predictions per instance (default: %(default)s)")
+    parser.add_argument("--random_seed", type=int, default=_DEFAULTS.random_seed,
+                        help="seed that fixes the output (default: %(default)s)")
+    parser.add_argument("--dupe_factor", type=int, default=_DEFAULTS.dupe_factor,
+                        help="passes over the input, each with different masks "
+                             "(default: %(default)s)")
+    parser.add_argument("--masked_lm_prob", type=float, default=_DEFAULTS.masked_lm_prob,
+                        help="fraction of tokens to predict (default: %(default)s)")
+    parser.add_argument("--short_seq_prob", type=float, default=_DEFAULTS.short_seq_prob,
+                        help="probability of a shorter random target length "
+                             "(default: %(default)s)")
+    flag("next_sentence_prediction", _DEFAULTS.next_sentence_prediction,
+         "sentence pairs with NSP labels; false packs full sentences into one segment "
+         "(RoBERTa's FULL-SENTENCES)")
+    flag("dynamic_masking", _DEFAULTS.dynamic_masking,
+         "store unmasked instances; mask in the training pipeline "
+         "(keras_bert.data.pretraining_dataset with a masker)")
+    parser.add_argument("--shard_size_mb", type=float, default=_DEFAULTS.shard_size_mb,
+                        help="text per output shard in millions of characters; also the pool "
+                             "random next segments come from (default: %(default)s)")
+    parser.add_argument("--num_workers", type=int, default=None,
+                        help="processes building shards, this one included; 1 works in this "
+                             "process only (default: one per 16 shards of input, at most the "
+                             "CPU count)")
+    parser.add_argument("--shard_index", type=int, default=0,
+                        help="with --num_shards: this machine's slice (default: %(default)s)")
+    parser.add_argument("--num_shards", type=int, default=1,
+                        help="machines splitting the work; each writes every num_shards-th "
+                             "shard (default: %(default)s)")
+    flag("progress", True, "show a progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    start = time.monotonic()
+    # The work is spread over processes, one core each; TensorFlow's own thread pools
+    # would only spin against them (measured: a sixth more CPU per instance, and twice
+    # the wall time when other programs keep the cores busy).
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    except RuntimeError:  # TensorFlow already started in this process: keep its pools
+        pass
+    try:
+        options = PretrainingDataOptions(
+            max_seq_length=args.max_seq_length,
+            max_predictions_per_seq=args.max_predictions_per_seq,
+            masked_lm_prob=args.masked_lm_prob, short_seq_prob=args.short_seq_prob,
+            dupe_factor=args.dupe_factor, random_seed=args.random_seed,
+            do_lower_case=args.do_lower_case, do_whole_word_mask=args.do_whole_word_mask,
+            next_sentence_prediction=args.next_sentence_prediction,
+            dynamic_masking=args.dynamic_masking, shard_size_mb=args.shard_size_mb)
+        summary = create_pretraining_data(
+            args.input_file, args.output_dir, args.vocab_file, options,
+            num_workers=args.num_workers, shard_index=args.shard_index,
+            num_shards=args.num_shards, progress=args.progress)
+    except (FileNotFoundError, PermissionError, PretrainingDataError) as e:
+        print(f"keras-bert create-pretraining-data: error: {e}", file=sys.stderr)
+        return 2
+    seconds = time.monotonic() - start
+    totals, skipped = summary["totals"], summary["input_stats"]
+    instances = totals.get("instances", 0)
+    print(f"Wrote {instances} instances ({totals.get('instance_tokens', 0)} tokens, "
+          f"{totals.get('masked_lm_predictions', 0)} masked-LM predictions) from "
+          f"{totals.get('documents', 0)} documents in {len(summary['shards'])} shards to "
+          f"{args.output_dir} in {seconds:.1f} s ({totals.get('documents', 0) / seconds:.0f} "
+          f"documents/s, {instances / seconds:.0f} instances/s).")
+    if instances and options.next_sentence_prediction:
+        print(f"Next sentence random: {totals.get('random_next_instances', 0) / instances:.1%}.")
+    bad = {k: v for k, v in skipped.items() if k not in ("files", "lines") and v}
+    bad.update({k: totals[k] for k in ("empty_sentences", "long_sentences") if totals.get(k)})
+    if bad:
+        print("Input handled: " + ", ".join(f"{k}={v}" for k, v in sorted(bad.items())) + ".")
+    return 0
