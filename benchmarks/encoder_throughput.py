@@ -5,7 +5,9 @@ Prints one JSON line per measurement and a final comparison line:
 
     python benchmarks/encoder_throughput.py            # L6/H384/A12/I1536, batch 32, seq 128
 
-Each implementation runs in its own subprocess so its peak RSS is its own. "ceiling" is
+Throughput is timed round-robin in one process (each round runs every variant once), so
+load changes on a shared machine hit all variants alike; peak RSS comes from a separate
+short child process per variant, so each figure is that variant's own. "ceiling" is
 a tf.function that performs exactly the encoder's matrix multiplications (projections,
 feed-forward, attention scores and context) and nothing else: the seq/s the encoder
 would reach if everything but the matmuls were free. The fractions in the summary are
@@ -44,25 +46,13 @@ def _inputs(batch, seq, vocab):
     return ids, np.ones_like(ids), np.zeros_like(ids)
 
 
-def _time(fn, args, warmup, iters):
-    for _ in range(warmup):
-        fn(*args)
-    times = []
-    for _ in range(iters):
-        t = time.perf_counter()
-        out = fn(*args)
-        # Materialize the result so lazy execution is included.
-        _ = [o.numpy() for o in (out if isinstance(out, (list, tuple)) else [out])]
-        times.append(time.perf_counter() - t)
-    times.sort()
-    return times[len(times) // 2]  # median
-
-
-def run_one(impl, xla, batch, seq, warmup, iters):
+def build(impl, xla, batch, seq):
+    """Returns a zero-argument callable running one forward pass of `impl`."""
     import tensorflow as tf
 
-    ids, mask, types = _inputs(batch, seq, SHAPE["vocab_size"])
-    L, H, A, inter = (SHAPE[k] for k in ("num_layers", "hidden_size", "num_heads", "intermediate_size"))
+    ids, mask, types = (tf.constant(a) for a in _inputs(batch, seq, SHAPE["vocab_size"]))
+    L, H, A, inter = (SHAPE[k] for k in ("num_layers", "hidden_size", "num_heads",
+                                         "intermediate_size"))
     if impl == "keras_bert":
         from keras_bert import BertConfig, BertEncoder
 
@@ -85,9 +75,10 @@ def run_one(impl, xla, batch, seq, warmup, iters):
         d = H // A
         w = {k: tf.random.normal(s) for k, s in
              [("qkvo", (H, H)), ("w1", (H, inter)), ("w2", (inter, H))]}
+        x0 = tf.random.normal((batch * seq, H))
 
         def call(i, m, t):
-            x = tf.random.normal((batch * seq, H)) + tf.cast(tf.reduce_sum(i), tf.float32) * 0
+            x = x0 + tf.cast(i[0, 0], tf.float32) * 0
             for _ in range(L):
                 q, k, v = (tf.reshape(tf.matmul(x, w["qkvo"]), (batch * A, seq, d))
                            for _ in range(3))
@@ -98,52 +89,83 @@ def run_one(impl, xla, batch, seq, warmup, iters):
     else:
         raise ValueError(impl)
     fn = tf.function(call, jit_compile=bool(xla))
-    seconds = _time(fn, (tf.constant(ids), tf.constant(mask), tf.constant(types)), warmup, iters)
-    flops = encoder_flops(batch, seq, L, H, inter)
-    return {"impl": impl, "xla": bool(xla), "batch": batch, "seq": seq,
-            "seq_per_s": round(batch / seconds, 2), "ms_per_batch": round(seconds * 1e3, 1),
-            "gflops": round(flops / seconds / 1e9, 1),
+    return lambda: fn(ids, mask, types).numpy()
+
+
+def peak_rss_child(impl, xla, batch, seq):
+    """Child mode: a few passes of one implementation, then its peak RSS."""
+    run = build(impl, xla, batch, seq)
+    for _ in range(3):
+        run()
+    return {"impl": impl, "xla": bool(xla),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def _peak_rss(impl, xla, args):
+    cmd = [sys.executable, __file__, "--impl", impl, "--xla", str(xla),
+           "--batch", str(args.batch), "--seq", str(args.seq)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])["peak_rss_mb"]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq", type=int, default=128)
-    parser.add_argument("--iters", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--impl", help=argparse.SUPPRESS)  # child mode
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--impl", help=argparse.SUPPRESS)  # child mode (peak RSS)
     parser.add_argument("--xla", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.impl:
-        print(json.dumps(run_one(args.impl, args.xla, args.batch, args.seq, args.warmup,
-                                 args.iters)))
+        print(json.dumps(peak_rss_child(args.impl, args.xla, args.batch, args.seq)))
         return
+    variants = [(impl, xla) for impl in ("ceiling", "keras_bert", "keras_hub") for xla in (0, 1)]
+    # Children first: Linux keeps ru_maxrss across exec, so a child started after this
+    # process has built models would inherit (and report) this process's peak.
+    peak_rss = {key: _peak_rss(*key, args) for key in variants}
+    runs, skipped = {}, {}
+    for key in variants:
+        try:
+            runs[key] = build(*key, args.batch, args.seq)
+            runs[key]()  # trace/compile
+            runs[key]()
+        except ImportError as e:
+            skipped[key] = str(e)
+    # Round-robin: every round times each variant once, so load changes on this shared
+    # machine hit all variants alike; the median over rounds is reported.
+    times = {key: [] for key in runs}
+    for _ in range(args.rounds):
+        for key, run in runs.items():
+            t = time.perf_counter()
+            run()
+            times[key].append(time.perf_counter() - t)
+    flops = encoder_flops(args.batch, args.seq, SHAPE["num_layers"], SHAPE["hidden_size"],
+                          SHAPE["intermediate_size"])
     results = {}
-    for impl in ("ceiling", "keras_bert", "keras_hub"):
-        for xla in (0, 1):
-            cmd = [sys.executable, __file__, "--impl", impl, "--xla", str(xla),
-                   "--batch", str(args.batch), "--seq", str(args.seq),
-                   "--iters", str(args.iters), "--warmup", str(args.warmup)]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:
-                line = {"impl": impl, "xla": bool(xla), "skipped": proc.stderr.strip()[-300:]}
-            else:
-                line = json.loads(proc.stdout.strip().splitlines()[-1])
-                results[(impl, xla)] = line
-            print(json.dumps(line), flush=True)
-    ours = {x: results.get(("keras_bert", x)) for x in (0, 1)}
-    hub = {x: results.get(("keras_hub", x)) for x in (0, 1)}
+    for key in variants:
+        impl, xla = key
+        if key in skipped:
+            print(json.dumps({"impl": impl, "xla": bool(xla), "skipped": skipped[key]}))
+            continue
+        seconds = sorted(times[key])[len(times[key]) // 2]
+        results[key] = line = {
+            "impl": impl, "xla": bool(xla), "batch": args.batch, "seq": args.seq,
+            "seq_per_s": round(args.batch / seconds, 2), "ms_per_batch": round(seconds * 1e3, 1),
+            "gflops": round(flops / seconds / 1e9, 1), "peak_rss_mb": peak_rss[key]}
+        print(json.dumps(line), flush=True)
+    summary = {"summary": "encoder_throughput", **SHAPE, "batch": args.batch, "seq": args.seq,
+               "rounds": args.rounds, "load_average_1m": round(os.getloadavg()[0], 2)}
     ceiling = results.get(("ceiling", 0))
-    summary = {"summary": "encoder_throughput", **{k: v for k, v in SHAPE.items()},
-               "batch": args.batch, "seq": args.seq}
-    for x, tag in ((0, "no_xla"), (1, "xla")):
-        if ours[x] and hub[x]:
-            summary[f"speedup_vs_keras_hub_{tag}"] = round(ours[x]["seq_per_s"] / hub[x]["seq_per_s"], 2)
-        if ours[x] and ceiling:
+    for xla, tag in ((0, "no_xla"), (1, "xla")):
+        ours, hub = results.get(("keras_bert", xla)), results.get(("keras_hub", xla))
+        if ours and hub:
+            summary[f"speedup_vs_keras_hub_{tag}"] = round(ours["seq_per_s"] / hub["seq_per_s"], 2)
+        if ours and ceiling:
             # The goal is stated against the plain-TF matmul ceiling.
             summary[f"fraction_of_matmul_ceiling_{tag}"] = round(
-                ours[x]["seq_per_s"] / ceiling["seq_per_s"], 2)
+                ours["seq_per_s"] / ceiling["seq_per_s"], 2)
     if results.get(("ceiling", 1)) and ceiling:
         summary["xla_matmul_ceiling_vs_tf"] = round(
             results[("ceiling", 1)]["seq_per_s"] / ceiling["seq_per_s"], 2)
