@@ -5,7 +5,10 @@ port of google-research/bert's script), on the same input and settings, in one r
     python benchmarks/pretraining_data_throughput.py   # docs-en.txt x4, seq 128, 20 preds, dupe 5
 
 Each run is a subprocess; its whole process tree (worker processes included) is sampled
-every 50 ms for resident memory. Prints one JSON line per run and a final comparison:
+for memory: RSS every 50 ms, PSS every 0.5 s (reading a process's PSS walks its page
+tables: about 15 ms of CPU for a TensorFlow process, which at 50 ms per process would take
+most of a core from the runs on a two-core machine, the more so the more processes a run
+has). Prints one JSON line per run and a final comparison:
 
 - `wall_s`, and `cpu_s`: user + system CPU seconds of the tree (steadier than wall time
   on a machine that others share);
@@ -64,7 +67,12 @@ def measure(command: list[str]) -> dict:
                                text=True, env=env)
     root = psutil.Process(process.pid)
     peak_rss = peak_pss = max_process = 0
+    next_pss = start
     while process.poll() is None:
+        now = time.perf_counter()
+        sample_pss = now >= next_pss
+        if sample_pss:
+            next_pss = now + 0.5
         rss = pss = 0
         try:
             tree = [root, *root.children(recursive=True)]
@@ -72,11 +80,11 @@ def measure(command: list[str]) -> dict:
             break
         for p in tree:
             try:
-                info = p.memory_full_info()
+                info = p.memory_full_info() if sample_pss else p.memory_info()
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
             rss += info.rss
-            pss += info.pss
+            pss += info.pss if sample_pss else 0
             max_process = max(max_process, info.rss)
         peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
         time.sleep(0.05)

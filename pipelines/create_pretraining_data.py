@@ -82,8 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "random next segments come from (default: %(default)s)")
     parser.add_argument("--num_workers", type=int, default=None,
                         help="processes building shards, this one included; 1 works in this "
-                             "process only (default: one per 16 shards of input, at most the "
-                             "CPU count)")
+                             "process only (default: the CPU count)")
     parser.add_argument("--shard_index", type=int, default=0,
                         help="with --num_shards: this machine's slice (default: %(default)s)")
     parser.add_argument("--num_shards", type=int, default=1,

@@ -39,11 +39,10 @@ def test_python_dash_m_entry_point():
 def test_encode_matches_transformers_end_to_end():
     # Tokenization + packing + encoder + mean pooling against Hugging Face's tokenizer ids
     # and BertModel outputs for the same sentences.
-    from pipelines.encode import embed
-
     from keras_bert import load_encoder
     from keras_bert.preprocessing import BertPreprocessor
     from keras_bert.tokenization import BertTokenizer
+    from pipelines.encode import embed
 
     path = _minilm_path()
     ref = np.load(REFERENCE)

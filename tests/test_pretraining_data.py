@@ -36,8 +36,9 @@ from keras_bert.data import (
     pretraining_dataset,
     serialize_examples,
     truncate_seq_pair,
+    write_tfrecord,
 )
-from keras_bert.data.pretraining import ShardWriter, _init_worker, _write_shard_in_worker
+from keras_bert.data.pretraining import ShardWriter, _build_shard_in_worker, _init_worker
 from keras_bert.tokenization import BertTokenizer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -263,19 +264,35 @@ def _batch(lengths, seed=0, length=MAX_SEQ):
     return ids, (np.arange(length) < np.asarray(lengths)[:, None]).astype(np.int64)
 
 
-def test_masker_predicts_as_many_tokens_as_the_original():
+def _mask(masker, ids, mask, seed, implementation):
+    """The masker's TF ops (dynamic masking) or its numpy twin (static masks)."""
+    if implementation == "tf":
+        return {name: value.numpy() for name, value in masker(ids, mask, seed=seed).items()}
+    return masker.mask_arrays(ids, mask, np.random.default_rng(seed))
+
+
+IMPLEMENTATIONS = pytest.mark.parametrize("implementation", ["tf", "numpy"])
+
+
+@IMPLEMENTATIONS
+def test_masker_predicts_as_many_tokens_as_the_original(implementation):
     lengths = list(range(5, MAX_SEQ + 1))  # includes the x.5 cases: round() is half-to-even
     ids, mask = _batch(lengths)
-    out = MaskedLmMasker(VOCAB)(ids, mask, seed=[0, 1])
-    counts = out["masked_lm_weights"].numpy().sum(axis=1)
+    out = _mask(MaskedLmMasker(VOCAB), ids, mask, [0, 1], implementation)
+    counts = out["masked_lm_weights"].sum(axis=1)
     np.testing.assert_array_equal(counts, expected_predictions(lengths))
     assert expected_predictions([10, 30, 50]).tolist() == [2, 4, 8]  # 1.5, 4.5, 7.5
+    assert {name: value.dtype for name, value in out.items()} == {
+        "input_word_ids": ids.dtype, "masked_lm_positions": ids.dtype,
+        "masked_lm_ids": ids.dtype, "masked_lm_weights": np.float32}
 
 
-def test_masker_is_deterministic_under_a_seed():
+@IMPLEMENTATIONS
+def test_masker_is_deterministic_under_a_seed(implementation):
     ids, mask = _batch([60] * 8)
     masker = MaskedLmMasker(VOCAB)
-    first, again, other = (masker(ids, mask, seed=s) for s in ([1, 2], [1, 2], [1, 3]))
+    first, again, other = (_mask(masker, ids, mask, s, implementation)
+                           for s in ([1, 2], [1, 2], [1, 3]))
     for name in first:
         np.testing.assert_array_equal(first[name], again[name])
     assert not np.array_equal(first["masked_lm_positions"], other["masked_lm_positions"])
@@ -294,7 +311,8 @@ def _original_words(tokens):
     return words
 
 
-def test_whole_word_masking_takes_all_pieces_of_a_word():
+@IMPLEMENTATIONS
+def test_whole_word_masking_takes_all_pieces_of_a_word(implementation):
     rng = np.random.default_rng(1)
     lengths = rng.integers(8, MAX_SEQ + 1, 3000)
     ids, mask = _batch(lengths, seed=2)
@@ -304,8 +322,8 @@ def test_whole_word_masking_takes_all_pieces_of_a_word():
     ids[:, 1] = VOCAB.index("##q")
     for row, n in enumerate(lengths):
         ids[row, n // 2 + 1] = VOCAB.index("##s")
-    out = MaskedLmMasker(VOCAB, whole_word_mask=True)(ids, mask, seed=[4, 2])
-    positions, weights = out["masked_lm_positions"].numpy(), out["masked_lm_weights"].numpy()
+    out = _mask(MaskedLmMasker(VOCAB, whole_word_mask=True), ids, mask, [4, 2], implementation)
+    positions, weights = out["masked_lm_positions"], out["masked_lm_weights"]
     words_masked = 0
     for row, n in enumerate(lengths):
         chosen = set(positions[row][weights[row] > 0].tolist())
@@ -336,18 +354,40 @@ def test_records_have_the_original_schema(static_run):
         "masked_lm_weights": ("float_list", MAX_PRED), "next_sentence_labels": ("int64_list", 1)}
 
 
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out) + bytes([value])
+
+
 def test_serialize_examples_equals_protobuf():
     rng = np.random.default_rng(0)
-    features = {"input_ids": rng.integers(0, 2**40, (5, 7)), "mask": rng.integers(0, 2, (5, 7)),
-                "weights": rng.random((5, 3)).astype(np.float32), "label": np.zeros((5, 1), int)}
-    records = serialize_examples(features).numpy()
+    features = {"input_ids": rng.integers(0, 30_000, (50, 128)),
+                "big": rng.integers(0, 2**rng.integers(1, 63, 7), (50, 7)),
+                "negative": rng.integers(-2**62, 2**62, (50, 2)),
+                "mask": rng.integers(0, 2, (50, 7)).astype(np.int32),
+                "weights": rng.random((50, 3)).astype(np.float32),
+                "label": np.zeros((50, 1), int), "empty": np.zeros((50, 0), int)}
+    records = serialize_examples(features)
+    assert len(records) == 50
+
+    def feature(values):
+        if values.dtype == np.float32:
+            return tf.train.Feature(float_list=tf.train.FloatList(value=values))
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+
     for row, record in enumerate(records):
         expected = tf.train.Example(features=tf.train.Features(feature={
-            name: (tf.train.Feature(float_list=tf.train.FloatList(value=values[row]))
-                   if values.dtype == np.float32 else
-                   tf.train.Feature(int64_list=tf.train.Int64List(value=values[row])))
-            for name, values in features.items()}))
+            name: feature(values[row]) for name, values in features.items()}))
         assert tf.train.Example.FromString(record) == expected
+        # Byte for byte what protobuf writes, with the map entries in the dict's order
+        # (protobuf's own order is a hash order): Features holding one entry each, joined.
+        entries = b"".join(
+            tf.train.Features(feature={name: feature(values[row])}).SerializeToString()
+            for name, values in features.items())
+        assert record == b"\n" + _varint(len(entries)) + entries
 
 
 # --- statistics over more than 10,000 instances -----------------------------------------
@@ -554,13 +594,25 @@ def test_worker_processes_write_the_same_shards(vocab_file, small_corpus, tmp_pa
     options = PretrainingDataOptions(dupe_factor=2)
     text = Path(small_corpus).read_text(encoding="utf-8")
     documents = [block.split("\n") for block in text.strip().split("\n\n")]
-    here = ShardWriter(vocab_file, options)(3, documents, str(tmp_path / "here.tfrecord"))
-    with ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=_init_worker,
-                             initargs=(vocab_file, options)) as pool:
-        shard_id, there = pool.submit(_write_shard_in_worker, 3, documents,
-                                      str(tmp_path / "there.tfrecord")).result()
+    writer = ShardWriter(vocab_file, options)
+    here = writer(3, documents, str(tmp_path / "here.tfrecord"))
+    # As `create_pretraining_data` runs them: forked, after TensorFlow has run here.
+    with ProcessPoolExecutor(1, mp_context=get_context("fork"), initializer=_init_worker,
+                             initargs=(writer.builder,)) as pool:
+        shard_id, records, there = pool.submit(_build_shard_in_worker,
+                                               writer.tokenize(3, documents)).result()
     assert shard_id == 3 and here == there
+    write_tfrecord(str(tmp_path / "there.tfrecord"), records)
     assert (tmp_path / "here.tfrecord").read_bytes() == (tmp_path / "there.tfrecord").read_bytes()
+    # And whole runs with and without workers write the same shards.
+    runs = {}
+    for num_workers in (1, 3):
+        out = tmp_path / f"workers-{num_workers}"
+        create_pretraining_data(small_corpus, str(out), vocab_file,
+                                PretrainingDataOptions(dupe_factor=2, shard_size_mb=0.005),
+                                num_workers=num_workers, progress=False)
+        runs[num_workers] = shard_bytes(out)
+    assert len(runs[1]) > 6 and runs[1] == runs[3]
 
 
 def test_killed_run_leaves_complete_shards_and_a_rerun_completes_it(vocab_file, corpus_file,

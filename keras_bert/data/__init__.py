@@ -5,7 +5,8 @@
 - `PretrainingDataOptions`: the original script's settings plus no-NSP packing and
   dynamic masking.
 - `pretraining_dataset`: the training input pipeline over the shards.
-- `MaskedLmMasker`: BERT's masked-LM choice as TF ops (static or dynamic masking).
+- `MaskedLmMasker`: BERT's masked-LM choice, as TF ops (dynamic masking) and in numpy
+  (static masks).
 - The steps on their own: `create_instances` (and the per-document
   `create_instances_from_document`, `create_packed_instances`, `truncate_seq_pair`),
   `instances_to_arrays`, `feature_spec`, `serialize_examples`, `write_tfrecord`.

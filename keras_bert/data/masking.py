@@ -1,8 +1,8 @@
-"""Masked-LM prediction choice (paper §3.1, Task #1), vectorized in TensorFlow.
+"""Masked-LM prediction choice (paper §3.1, Task #1), vectorized over a batch.
 
-One implementation serves both the static masks written into the TFRecords and the
-dynamic masks drawn inside the tf.data training pipeline. It follows
-`create_masked_lm_predictions` of google-research/bert:
+It serves both the static masks written into the TFRecords and the dynamic masks drawn
+inside the tf.data training pipeline, and follows `create_masked_lm_predictions` of
+google-research/bert:
 
 - candidates are all real tokens except [CLS] and [SEP];
 - `num_to_predict = min(max_predictions_per_seq, max(1, round(len(tokens) * masked_lm_prob)))`,
@@ -15,7 +15,10 @@ dynamic masks drawn inside the tf.data training pipeline. It follows
 - positions are sorted, labels are the original ids, and all three outputs are
   zero-padded to `max_predictions_per_seq` with weight 1.0 exactly on real predictions.
 
-The random choices come from stateless TF ops, so a seed fixes the result.
+It is written twice: as TF ops (`MaskedLmMasker.__call__`, for dynamic masking in graph)
+and in numpy (`MaskedLmMasker.mask_arrays`, for the static masks written into the files,
+where it is several times faster than the TF ops). Both take the same steps; only the
+random numbers differ: stateless TF ops under a seed, or a numpy `Generator`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+import numpy as np
 import tensorflow as tf
 
 from keras_bert.tokenization import CLS_TOKEN, MASK_TOKEN, SEP_TOKEN, load_vocab
@@ -42,7 +46,8 @@ class MaskedLmMasker:
     `seed` (shape [2] integers). It returns a dict with `input_word_ids` (the masked ids,
     same dtype as `input_ids`), `masked_lm_positions` and `masked_lm_ids` (same dtype)
     and `masked_lm_weights` (float32), the last three shaped [batch,
-    max_predictions_per_seq]. It works eagerly, in `tf.function` and in `tf.data`.
+    max_predictions_per_seq]. It works eagerly, in `tf.function` and in `tf.data`;
+    `mask_arrays` makes the same choice in numpy.
 
     Example:
 
@@ -76,7 +81,8 @@ class MaskedLmMasker:
         self.masked_lm_prob = float(masked_lm_prob)
         self.whole_word_mask = bool(whole_word_mask)
         # Whole-word masking glues a "##" piece to the word before it.
-        self._continues_word = tf.constant([t.startswith("##") for t in tokens], tf.bool)
+        self._continues_word_array = np.array([t.startswith("##") for t in tokens], bool)
+        self._continues_word = tf.constant(self._continues_word_array)
 
     def __call__(self, input_ids, input_mask, seed) -> dict[str, tf.Tensor]:
         ids = tf.convert_to_tensor(input_ids)
@@ -145,6 +151,93 @@ class MaskedLmMasker:
             "masked_lm_ids": tf.ensure_shape(lm_ids, [None, width]),
             "masked_lm_weights": tf.ensure_shape(tf.cast(valid, tf.float32), [None, width]),
         }
+
+    def mask_arrays(self, input_ids: np.ndarray, input_mask: np.ndarray,
+                    rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """The same choice in numpy, its random numbers from `rng`: for static masks.
+
+        Takes and returns what calling the masker does, as numpy arrays.
+
+        Example:
+
+        >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "##c"]
+        >>> masker = MaskedLmMasker(vocab, max_predictions_per_seq=3)
+        >>> ids = np.array([[2, 5, 6, 7, 5, 6, 7, 5, 3, 0]])
+        >>> out = masker.mask_arrays(ids, ids > 0, np.random.default_rng(0))
+        >>> out["masked_lm_weights"].tolist()
+        [[1.0, 0.0, 0.0]]
+        """
+        ids = np.asarray(input_ids)
+        real = np.asarray(input_mask).astype(bool)
+        batch, length = ids.shape
+        candidate = real & (ids != self.cls_id) & (ids != self.sep_id)
+        # float64 and round-half-to-even reproduce Python's round(len(tokens) * prob).
+        num_to_predict = np.round(real.sum(axis=1) * self.masked_lm_prob).astype(np.int64)
+        num_to_predict = np.minimum(self.max_predictions_per_seq, np.maximum(1, num_to_predict))
+        if self.whole_word_mask:
+            has_previous = np.cumsum(candidate, axis=1) - candidate > 0
+            word_start = candidate & ~(self._continues_word_array[ids] & has_previous)
+        else:
+            word_start = candidate
+        # Random keys, made distinct by the position; words first.
+        random_part = rng.integers(0, np.iinfo(np.int64).max // length, ids.shape)
+        keys = np.where(word_start, random_part * length + np.arange(length),
+                        np.iinfo(np.int64).max)
+        if self.whole_word_mask:
+            selected = self._take_whole_words_numpy(candidate, word_start, keys, num_to_predict)
+        else:
+            width = min(self.max_predictions_per_seq, length)
+            smallest = np.sort(np.partition(keys, width - 1, axis=1)[:, :width], axis=1)
+            nth_smallest = smallest[np.arange(batch), num_to_predict - 1]
+            selected = word_start & (keys <= nth_smallest[:, None])
+
+        # Chosen positions in increasing order (np.nonzero lists them row-major).
+        rows, columns = np.nonzero(selected)
+        action = rng.random(len(rows))
+        masked_ids = ids.copy()
+        replaced = action < 0.9
+        masked_ids[rows[replaced], columns[replaced]] = np.where(
+            action[replaced] < 0.8, self.mask_id,
+            rng.integers(0, self.vocab_size, int(replaced.sum())))
+        count = np.count_nonzero(selected, axis=1)
+        slot = np.arange(len(rows)) - (np.cumsum(count) - count)[rows]
+        width = self.max_predictions_per_seq
+        lm_positions = np.zeros((batch, width), ids.dtype)
+        lm_ids = np.zeros((batch, width), ids.dtype)
+        weights = np.zeros((batch, width), np.float32)
+        lm_positions[rows, slot] = columns
+        lm_ids[rows, slot] = ids[rows, columns]
+        weights[rows, slot] = 1.0
+        return {"input_word_ids": masked_ids, "masked_lm_positions": lm_positions,
+                "masked_lm_ids": lm_ids, "masked_lm_weights": weights}
+
+    @staticmethod
+    def _take_whole_words_numpy(candidate, word_start, keys, num_to_predict):
+        """`_take_whole_words` in numpy: one step over the batch per word rank."""
+        batch, length = candidate.shape
+        order = np.argsort(keys, axis=1, kind="stable")
+        word_index = np.cumsum(word_start, axis=1) - 1
+        own_word = np.maximum(word_index, 0)
+        # Tokens per word, counted over the flattened batch (a spare slot per row for
+        # the non-candidates).
+        segment = np.where(candidate, own_word, length) + np.arange(batch)[:, None] * (length + 1)
+        word_length = np.bincount(segment.ravel(), minlength=batch * (length + 1)).reshape(
+            batch, length + 1)
+        start_length = np.where(word_start, np.take_along_axis(word_length, own_word, axis=1), 0)
+        length_in_order = np.take_along_axis(start_length, order, axis=1)
+        total = np.zeros(batch, np.int64)
+        taken_in_order = np.zeros((batch, length), bool)
+        for rank in range(int(word_start.sum(axis=1).max(initial=0))):
+            size = length_in_order[:, rank]
+            fits = (size > 0) & (total + size <= num_to_predict)
+            total += np.where(fits, size, 0)
+            taken_in_order[:, rank] = fits
+        taken_start = np.zeros((batch, length), bool)
+        np.put_along_axis(taken_start, order, taken_in_order, axis=1)
+        taken_word = np.zeros((batch, length + 1), bool)
+        start_rows, start_columns = np.nonzero(taken_start)
+        taken_word[start_rows, word_index[start_rows, start_columns]] = True
+        return candidate & np.take_along_axis(taken_word, own_word, axis=1)
 
     @staticmethod
     def _take_whole_words(candidate, word_start, keys, num_to_predict, batch, length):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import gc
 import hashlib
 import itertools
 import json
@@ -29,6 +30,7 @@ import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
+import numpy as np
 import tensorflow as tf
 import tqdm
 
@@ -41,9 +43,6 @@ from keras_bert.tokenization import SPECIAL_TOKENS, BertTokenizer, load_vocab
 FORMAT_VERSION = 1
 _ENCODE_BATCH = 4096
 _SIDECAR_INTERVAL_S = 5.0
-# A spawned worker needs seconds (and about as much CPU as a dozen shards) to import
-# TensorFlow, so by default each must have this many shards of input to pay off.
-_SHARDS_PER_WORKER = 16
 
 
 class PretrainingDataError(ValueError):
@@ -145,10 +144,12 @@ def sidecar_file_name(shard_index: int = 0, num_shards: int = 1) -> str:
 class ShardWriter:
     """Turns one chunk of text documents into one complete TFRecord shard.
 
-    Tokenizes the documents (`keras_bert.tokenization.BertTokenizer`), makes the
-    instances (`keras_bert.data.instances`), masks them unless masking is dynamic
-    (`MaskedLmMasker`), serializes them in TF ops and writes the file atomically.
-    Calling it returns the shard's counts.
+    Two steps, so that the second can run in a worker process that uses no TensorFlow:
+    `tokenize` (`keras_bert.tokenization.BertTokenizer`, TF ops) gives a `TokenizedShard`;
+    `build_shard` makes its instances (`keras_bert.data.instances`), masks them unless
+    masking is dynamic (`MaskedLmMasker.mask_arrays`) and serializes them, all in
+    Python and numpy. Calling the writer does both and writes the file atomically; it
+    returns the shard's counts.
 
     Args:
         vocab_file: the WordPiece vocab.txt.
@@ -165,82 +166,100 @@ class ShardWriter:
     def __init__(self, vocab_file: str, options: PretrainingDataOptions):
         self.options = options
         self.tokenizer = BertTokenizer(vocab_file, lower_case=options.do_lower_case)
-        self.masker = None if options.dynamic_masking else MaskedLmMasker(
+        self.builder = _ShardBuilder(options, self.tokenizer.cls_id, self.tokenizer.sep_id,
+                                     None if options.dynamic_masking else MaskedLmMasker(
             self.tokenizer.vocabulary, max_predictions_per_seq=options.max_predictions_per_seq,
-            masked_lm_prob=options.masked_lm_prob, whole_word_mask=options.do_whole_word_mask)
-        length = options.max_seq_length
-        self._encode = tf.function(self._encode_batch, input_signature=[
-            tf.TensorSpec([None, length], tf.int64), tf.TensorSpec([None, length], tf.int64),
-            tf.TensorSpec([None, length], tf.int64), tf.TensorSpec([None, 1], tf.int64),
-            tf.TensorSpec([2], tf.int64)])
+            masked_lm_prob=options.masked_lm_prob, whole_word_mask=options.do_whole_word_mask))
 
-    def _encode_batch(self, input_ids, input_mask, segment_ids, next_sentence_labels, seed):
-        features = {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids}
-        num_predictions = tf.constant(0.0)
-        if self.masker is not None:
-            masked = self.masker(input_ids, input_mask, seed)
-            features["input_ids"] = masked.pop("input_word_ids")
-            features.update(masked)
-            num_predictions = tf.reduce_sum(masked["masked_lm_weights"])
-        features["next_sentence_labels"] = next_sentence_labels
-        return serialize_examples(features), num_predictions
-
-    def _tokenize(self, text_documents: list[list[str]], stats: collections.Counter) -> list:
-        """Documents of sentences of ids; sentences and documents left empty are dropped."""
+    def tokenize(self, shard_id: int, text_documents: list[list[str]]) -> TokenizedShard:
+        """The documents' sentences as ids; sentences and documents left empty are dropped."""
         lines = [line for document in text_documents for line in document]
         ragged = self.tokenizer.tokenize(tf.constant(lines, tf.string))
-        flat = ragged.flat_values.numpy().tolist()
-        splits = ragged.row_splits.numpy().tolist()
+        ids = ragged.flat_values.numpy()
+        lengths = np.diff(ragged.row_splits.numpy())
+        document_of_line = np.repeat(np.arange(len(text_documents)),
+                                     [len(document) for document in text_documents])
+        kept = lengths > 0
+        sentences_per_document = np.bincount(document_of_line[kept],
+                                             minlength=len(text_documents))
         max_num_tokens = self.options.max_seq_length - (
             3 if self.options.next_sentence_prediction else 2)
-        result = []
-        line_index = 0
-        for document in text_documents:
-            sentences = []
-            for _ in document:
-                start, end = splits[line_index], splits[line_index + 1]
-                line_index += 1
-                if start == end:
-                    stats["empty_sentences"] += 1
-                    continue
-                stats["long_sentences"] += int(end - start > max_num_tokens)
-                sentences.append(flat[start:end])
-            if sentences:
-                stats["documents"] += 1
-                stats["single_sentence_documents"] += int(len(sentences) == 1)
-                stats["sentences"] += len(sentences)
-                result.append(sentences)
-        stats["tokens"] += len(flat)
-        return result
+        stats = collections.Counter({
+            "empty_sentences": int(np.count_nonzero(~kept)),
+            "long_sentences": int(np.count_nonzero(lengths > max_num_tokens)),
+            "documents": int(np.count_nonzero(sentences_per_document)),
+            "single_sentence_documents": int(np.count_nonzero(sentences_per_document == 1)),
+            "sentences": int(np.count_nonzero(kept)),
+            "tokens": len(ids)})
+        return TokenizedShard(shard_id, ids, lengths[kept],
+                              sentences_per_document[sentences_per_document > 0], stats)
 
     def __call__(self, shard_id: int, text_documents: list[list[str]], path: str) -> dict:
-        options = self.options
-        stats: collections.Counter = collections.Counter()
-        documents = self._tokenize(text_documents, stats)
-        rng = random.Random(f"{options.random_seed}/{shard_id}")
-        instances = create_instances(
-            documents, max_seq_length=options.max_seq_length,
-            short_seq_prob=options.short_seq_prob, dupe_factor=options.dupe_factor,
-            next_sentence_prediction=options.next_sentence_prediction,
-            cls_id=self.tokenizer.cls_id, sep_id=self.tokenizer.sep_id, rng=rng, stats=stats)
-        del documents
-        stats["instances"] = len(instances)
-        stats["random_next_instances"] = sum(inst.is_random_next for inst in instances)
-        stats["instance_tokens"] = sum(len(inst.tokens) for inst in instances)
-        mask_seed = _derive_seed(options.random_seed, shard_id, "mask")
+        records, stats = build_shard(self.builder, self.tokenize(shard_id, text_documents))
+        write_tfrecord(path, records)
+        return stats
 
-        def records() -> Iterator[bytes]:
-            for batch, start in enumerate(range(0, len(instances), _ENCODE_BATCH)):
-                arrays = instances_to_arrays(instances[start:start + _ENCODE_BATCH],
-                                             options.max_seq_length)
-                serialized, num_predictions = self._encode(
-                    arrays["input_ids"], arrays["input_mask"], arrays["segment_ids"],
-                    arrays["next_sentence_labels"], tf.constant([mask_seed, batch], tf.int64))
-                stats["masked_lm_predictions"] += int(num_predictions)
-                yield from serialized.numpy()
 
-        write_tfrecord(path, records())
-        return dict(stats)
+@dataclasses.dataclass
+class TokenizedShard:
+    """A chunk of documents as ids: `ids` flat, `sentence_lengths` tokens per sentence,
+    `document_sizes` sentences per document (no empty sentence or document), and the
+    counts made so far. Numpy arrays, so that it travels to a worker process cheaply."""
+
+    shard_id: int
+    ids: np.ndarray
+    sentence_lengths: np.ndarray
+    document_sizes: np.ndarray
+    stats: collections.Counter
+
+    def documents(self) -> list[list[list[int]]]:
+        """Documents of sentences of ids, as lists."""
+        ids = self.ids.tolist()
+        ends = np.cumsum(self.sentence_lengths).tolist()
+        sentences = [ids[start:end] for start, end in zip([0, *ends[:-1]], ends)]
+        ends = np.cumsum(self.document_sizes).tolist()
+        return [sentences[start:end] for start, end in zip([0, *ends[:-1]], ends)]
+
+
+@dataclasses.dataclass(frozen=True)
+class _ShardBuilder:
+    """What `build_shard` needs: no TensorFlow, so a forked worker can use it."""
+
+    options: PretrainingDataOptions
+    cls_id: int
+    sep_id: int
+    masker: MaskedLmMasker | None
+
+
+def build_shard(builder: _ShardBuilder, shard: TokenizedShard) -> tuple[list[bytes], dict]:
+    """The serialized examples of a tokenized shard, and its counts (Python and numpy
+    only, no TensorFlow)."""
+    options = builder.options
+    stats = collections.Counter(shard.stats)
+    rng = random.Random(f"{options.random_seed}/{shard.shard_id}")
+    instances = create_instances(
+        shard.documents(), max_seq_length=options.max_seq_length,
+        short_seq_prob=options.short_seq_prob, dupe_factor=options.dupe_factor,
+        next_sentence_prediction=options.next_sentence_prediction,
+        cls_id=builder.cls_id, sep_id=builder.sep_id, rng=rng, stats=stats)
+    stats["instances"] = len(instances)
+    stats["random_next_instances"] = sum(inst.is_random_next for inst in instances)
+    stats["instance_tokens"] = sum(len(inst.tokens) for inst in instances)
+    mask_rng = np.random.default_rng(_derive_seed(options.random_seed, shard.shard_id, "mask"))
+    records = []
+    for start in range(0, len(instances), _ENCODE_BATCH):
+        arrays = instances_to_arrays(instances[start:start + _ENCODE_BATCH],
+                                     options.max_seq_length)
+        features = {name: arrays[name] for name in ("input_ids", "input_mask", "segment_ids")}
+        if builder.masker is not None:
+            masked = builder.masker.mask_arrays(arrays["input_ids"], arrays["input_mask"],
+                                                mask_rng)
+            features["input_ids"] = masked.pop("input_word_ids")
+            features.update(masked)
+            stats["masked_lm_predictions"] += int(np.count_nonzero(masked["masked_lm_weights"]))
+        features["next_sentence_labels"] = arrays["next_sentence_labels"]
+        records.extend(serialize_examples(features))
+    return records, dict(stats)
 
 
 def _derive_seed(*parts) -> int:
@@ -248,28 +267,17 @@ def _derive_seed(*parts) -> int:
     return int.from_bytes(digest[:8], "little") >> 1  # a non-negative int64
 
 
-# The ShardWriter of a worker process, built once by `_init_worker`.
-_WORKER: ShardWriter | None = None
+# The shard builder of a worker process, set by `_init_worker`.
+_BUILDER: _ShardBuilder | None = None
 
 
-def _init_worker(vocab_file: str, options: PretrainingDataOptions) -> None:
-    global _WORKER
-    # One thread each: the workers already fill the cores, and TF's spinning thread
-    # pools in several processes would fight over them.
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-    _WORKER = ShardWriter(vocab_file, options)
+def _init_worker(builder: _ShardBuilder) -> None:
+    global _BUILDER
+    _BUILDER = builder
 
 
-def _write_shard_in_worker(shard_id: int, text_documents: list[list[str]], path: str):
-    return shard_id, _WORKER(shard_id, text_documents, path)
-
-
-def _default_num_workers(input_bytes: int | None, shard_size_mb: float) -> int:
-    cores = os.cpu_count() or 1
-    if input_bytes is None:
-        return cores
-    return max(1, min(cores, int(input_bytes / (shard_size_mb * 1e6)) // _SHARDS_PER_WORKER))
+def _build_shard_in_worker(shard: TokenizedShard) -> tuple[int, list[bytes], dict]:
+    return (shard.shard_id, *build_shard(_BUILDER, shard))
 
 
 def _sha256(path: str) -> str:
@@ -340,8 +348,8 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
         vocab_file: the WordPiece vocab.txt.
         options: `PretrainingDataOptions`.
         num_workers: processes building shards, this one included; 0 or 1 builds them
-            all in this process. By default one per 16 shards of input text (a worker
-            takes seconds to start), at most the CPU count.
+            all in this process. By default the CPU count (workers are forked: they
+            start at once).
         shard_index, num_shards: build only the shards `i` with
             `i % num_shards == shard_index`, for splitting the work across machines.
         progress: show a progress bar on stderr.
@@ -370,13 +378,11 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
     # Everything that can fail on the user's input fails here, before any work.
     if isinstance(inputs, tf.data.Dataset):
         files, input_record = None, "tf.data.Dataset"
-        input_bytes = None
     else:
         files = documents_lib.expand_input_patterns(inputs)
         input_record = [{"path": os.path.abspath(f), "bytes": os.path.getsize(f)} for f in files]
-        input_bytes = sum(f["bytes"] for f in input_record)
     if num_workers is None:
-        num_workers = _default_num_workers(input_bytes, options.shard_size_mb)
+        num_workers = os.cpu_count() or 1
     try:
         vocab = load_vocab(vocab_file)
     except ValueError as e:
@@ -435,38 +441,54 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
     return sidecar.write(dict(sorted(input_stats.items())), complete=True, force=True)
 
 
-def _run(tasks: Iterator, num_workers: int, init_args: tuple, on_done) -> None:
-    """Builds the shards in this process and in `num_workers - 1` spawned processes.
+def _run(tasks: Iterator, num_workers: int, writer_args: tuple, on_done) -> None:
+    """Builds the shards in this process and in `num_workers - 1` forked processes.
 
-    Spawned workers take seconds to import TensorFlow, so this process starts at once and
-    hands a worker shards only after it reported ready, at most two at a time (which
-    also keeps memory flat); meanwhile it builds the shards itself.
+    This process tokenizes every shard (TF ops) and writes every file; making the
+    instances, masking and serializing (Python and numpy: most of the work) runs in the
+    workers, or here when each worker already has two shards waiting (which also keeps
+    memory flat). The workers are forked once the tokenizer is built, so they start at
+    once and share its tables; they use no TensorFlow (its runtime does not survive a
+    fork). Where fork is not available, everything runs here.
     """
-    writer = ShardWriter(*init_args)
-    if num_workers <= 1:
-        for shard_id, text_documents, path in tasks:
-            on_done(shard_id, writer(shard_id, text_documents, path))
-        return
-    num_spawned = num_workers - 1
-    # Spawn, not fork: TensorFlow's runtime does not survive a fork.
-    pool = ProcessPoolExecutor(num_spawned, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_worker, initargs=init_args)
+    writer = ShardWriter(*writer_args)
+    if "fork" not in multiprocessing.get_all_start_methods():
+        num_workers = 1
+    num_forked = num_workers - 1
+    if num_forked > 0:
+        # Python's garbage collector in a worker would write to every object it inherited
+        # (making private copies of their pages); frozen objects it leaves alone.
+        gc.freeze()
+    pool = ProcessPoolExecutor(num_forked, mp_context=multiprocessing.get_context("fork"),
+                               initializer=_init_worker, initargs=(writer.builder,)
+                               ) if num_forked > 0 else None
+    in_flight: dict = {}  # future -> the shard's path
+
+    def finish(future) -> None:
+        shard_id, records, stats = future.result()
+        write_tfrecord(in_flight.pop(future), records)
+        on_done(shard_id, stats)
+
     try:
-        # A no-op task finishes once a worker has started, after its initializer.
-        started = pool.submit(int)
-        in_flight: set = set()
         for shard_id, text_documents, path in tasks:
-            finished = {future for future in in_flight if future.done()}
-            for future in finished:
-                on_done(*future.result())
-            in_flight -= finished
-            if started.done() and len(in_flight) < 2 * num_spawned:
-                in_flight.add(pool.submit(_write_shard_in_worker, shard_id, text_documents, path))
+            shard = writer.tokenize(shard_id, text_documents)
+            for future in [future for future in in_flight if future.done()]:
+                finish(future)
+            if pool is not None and len(in_flight) < 2 * num_forked:
+                in_flight[pool.submit(_build_shard_in_worker, shard)] = path
             else:
-                on_done(shard_id, writer(shard_id, text_documents, path))
-        for future in as_completed(in_flight):
-            on_done(*future.result())
+                records, stats = build_shard(writer.builder, shard)
+                write_tfrecord(path, records)
+                on_done(shard_id, stats)
+        for future in as_completed(list(in_flight)):
+            finish(future)
     except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
         raise
-    pool.shutdown(wait=False)
+    else:
+        if pool is not None:
+            pool.shutdown()
+    finally:
+        if num_forked > 0:
+            gc.unfreeze()

@@ -48,46 +48,155 @@ def feature_spec(max_seq_length: int, max_predictions_per_seq: int | None = None
     return spec
 
 
-def serialize_examples(features: Mapping[str, tf.Tensor | np.ndarray]) -> tf.Tensor:
+def serialize_examples(features: Mapping[str, np.ndarray]) -> list[bytes]:
     """Serializes a batch of fixed-width features into `tf.train.Example` protos, all at
-    once in TF ops (no Python loop per example).
+    once in numpy (no Python loop per example, no TF op).
+
+    The bytes are protobuf's encoding of such an Example: one map entry per feature in
+    the dict's order, lists packed (varints for Int64List, little-endian float32 for
+    FloatList). They are computed as whole-batch byte matrices: every piece of a record
+    (tags, keys, length prefixes, values) is a column block, varints take as many
+    columns as the batch's largest needs, and a mask keeps each record's own bytes.
 
     Args:
-        features: name -> [n, width] values; float32 becomes a FloatList, integers an
-            Int64List. The examples keep the dict's feature order.
+        features: name -> [n, width] array; float32 becomes a FloatList, integers an
+            Int64List (negative ones as protobuf encodes them, ten bytes each).
 
     Returns:
-        A [n] string tensor of serialized examples.
+        The n serialized examples.
 
     Example:
 
-    >>> records = serialize_examples({"ids": np.array([[1, 2], [3, 4]]),
+    >>> records = serialize_examples({"ids": np.array([[1, 2], [3, 300]]),
     ...                               "w": np.array([[0.5], [1.0]], "float32")})
-    >>> tf.train.Example.FromString(records[1].numpy()).features.feature["ids"].int64_list.value
-    [3, 4]
+    >>> tf.train.Example.FromString(records[1]).features.feature["ids"].int64_list.value
+    [3, 300]
     """
-    entries = []
-    for name, values in features.items():
-        values = tf.convert_to_tensor(values)
-        if values.dtype == tf.float32:
-            list_type, field = "tensorflow.FloatList", "float_list"
-        elif values.dtype.is_integer:
-            values, list_type, field = tf.cast(values, tf.int64), "tensorflow.Int64List", "int64_list"
+    values = {name: np.asarray(array) for name, array in features.items()}
+    n = len(next(iter(values.values())))
+    record = _ByteColumns(n)
+    entries = []  # per feature: its map entry's pieces, and the entry's length
+    entries_length = np.zeros(n, np.int64)
+    for name, array in values.items():
+        if array.ndim != 2 or len(array) != n:
+            raise ValueError(f"Feature {name!r} has shape {array.shape}; every feature must "
+                             f"be [n, width] with the same n ({n}).")
+        if array.dtype == np.float32:
+            list_field = 0x12  # Feature.float_list, length-delimited
+            payload = (array.astype("<f4").view(np.uint8), None)
+            payload_length = np.full(n, 4 * array.shape[1], np.int64)
+        elif np.issubdtype(array.dtype, np.integer):
+            list_field = 0x1A  # Feature.int64_list
+            *payload, payload_length = _varints(array.astype(np.int64).view(np.uint64))
         else:
-            raise TypeError(f"Feature {name!r} is {values.dtype.name}; a tf.train.Example holds "
+            raise TypeError(f"Feature {name!r} is {array.dtype}; a tf.train.Example holds "
                             "float32 or integer values here.")
-        n, width = tf.shape(values)[0], tf.shape(values)[1]
-        value_list = tf.io.encode_proto(tf.fill([n, 1], width), [values], ["value"], list_type)
-        feature = tf.io.encode_proto(tf.ones([n, 1], tf.int32), [value_list[:, tf.newaxis]],
-                                     [field], "tensorflow.Feature")
-        entries.append(tf.io.encode_proto(
-            tf.ones([n, 2], tf.int32), [tf.fill([n, 1], name), feature[:, tf.newaxis]],
-            ["key", "value"], "tensorflow.Features.FeatureEntry"))
-    n = tf.shape(entries[0])[0]
-    feature_map = tf.io.encode_proto(tf.fill([n, 1], len(entries)), [tf.stack(entries, axis=1)],
-                                     ["feature"], "tensorflow.Features")
-    return tf.io.encode_proto(tf.ones([n, 1], tf.int32), [feature_map[:, tf.newaxis]],
-                              ["features"], "tensorflow.Example")
+        key = name.encode("utf-8")
+        # An empty list has no packed field at all, as protobuf writes it.
+        list_length = np.where(payload_length > 0,
+                               1 + _varint_length(payload_length) + payload_length, 0)
+        feature_length = 1 + _varint_length(list_length) + list_length
+        entry_length = (2 + len(key) + _varint_length(np.int64(len(key)))
+                        + _varint_length(feature_length) + feature_length)
+        entries.append((key, list_field, list_length, feature_length, entry_length,
+                        payload_length, payload))
+        entries_length += 1 + _varint_length(entry_length) + entry_length
+    record.constant(b"\x0a")  # Example.features
+    record.varint(entries_length)
+    for key, list_field, list_length, feature_length, entry_length, payload_length, payload \
+            in entries:
+        record.constant(b"\x0a")  # Features.feature: one map entry
+        record.varint(entry_length)
+        record.constant(b"\x0a" + _encode_varint(len(key)) + key + b"\x12")  # key, value
+        record.varint(feature_length)
+        record.constant(bytes([list_field]))
+        record.varint(list_length)
+        if payload[0].shape[1]:
+            record.constant(b"\x0a")  # the packed `value` field
+            record.varint(payload_length)
+            record.block(*payload)
+    return record.split()
+
+
+class _ByteColumns:
+    """The bytes of n records as column blocks: [n, width] uint8 each, with an optional
+    mask of the bytes a record really has (left out: all of them)."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.blocks: list[tuple[np.ndarray, np.ndarray | None]] = []
+        self._pending = b""
+
+    def constant(self, data: bytes) -> None:
+        self._pending += data
+
+    def varint(self, values: np.ndarray) -> None:
+        digits, keep, _ = _varints(np.asarray(values, np.int64).view(np.uint64)[:, None])
+        self.block(digits, keep)
+
+    def block(self, data: np.ndarray, keep: np.ndarray | None) -> None:
+        self._flush()
+        self.blocks.append((data, keep))
+
+    def _flush(self) -> None:
+        if self._pending:
+            row = np.frombuffer(self._pending, np.uint8)
+            self.blocks.append((np.broadcast_to(row, (self.n, len(row))), None))
+            self._pending = b""
+
+    def split(self) -> list[bytes]:
+        self._flush()
+        data = np.concatenate([block for block, _ in self.blocks], axis=1)
+        keep = np.ones(data.shape, bool)
+        column = 0
+        for block, mask in self.blocks:
+            if mask is not None:
+                keep[:, column:column + block.shape[1]] = mask
+            column += block.shape[1]
+        flat = data[keep].tobytes()
+        ends = np.cumsum(np.count_nonzero(keep, axis=1)).tolist()
+        return [flat[start:end] for start, end in zip([0, *ends[:-1]], ends)]
+
+
+def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Protobuf varints of uint64 values [n, width]: the bytes [n, width * b] (b bytes
+    per value, as many as the largest needs), the mask of those each value uses (None
+    when all are), and the bytes per row."""
+    n, width = values.shape
+    top = int(values.max()) if values.size else 0
+    size = max(1, -(-top.bit_length() // 7))
+    if size == 1:
+        return values.astype(np.uint8), None, np.full(n, width, np.int64)
+    if top < 2**32:
+        values = values.astype(np.uint32)  # faster arithmetic, same bits
+    # Byte k holds bits 7k.. and has the continuation bit if the value reaches byte k + 1.
+    reaches = [values >= values.dtype.type(1 << 7 * k) for k in range(1, size)]
+    digits = np.empty((n, width, size), np.uint8)
+    for k in range(size):
+        digit = (values >> values.dtype.type(7 * k)).astype(np.uint8) & np.uint8(0x7F)
+        digits[..., k] = digit | (reaches[k].view(np.uint8) << np.uint8(7)) if k < size - 1 \
+            else digit
+    keep = np.empty((n, width, size), bool)
+    keep[..., 0] = True
+    for k in range(1, size):
+        keep[..., k] = reaches[k - 1]
+    used = width + sum(r.sum(axis=1) for r in reaches)
+    return digits.reshape(n, width * size), keep.reshape(n, width * size), used
+
+
+def _varint_length(values) -> np.ndarray:
+    """Bytes in the varints of non-negative int64 values."""
+    values = np.asarray(values, np.int64)
+    return 1 + sum((values >> shift > 0).astype(np.int64) for shift in range(7, 64, 7))
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def write_tfrecord(path: str | os.PathLike, records) -> None:
