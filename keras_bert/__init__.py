@@ -9,6 +9,8 @@ The public API:
   checkpoints; `save_google_checkpoint` writes Google's TF1 format.
 - `BertTokenizer` (google-research/bert's FullTokenizer ids, in-graph),
   `BertPreprocessor` (strings -> encoder inputs), `learn_vocab` (WordPiece vocab.txt).
+- `create_pretraining_data`, `pretraining_dataset` (keras_bert.data): masked-LM/NSP
+  TFRecords and the tf.data reader that feeds `BertPretrainer`.
 """
 
 import os as _os
@@ -23,6 +25,13 @@ from keras_bert.checkpoints import (  # noqa: E402
     save_google_checkpoint,
 )
 from keras_bert.config import PRESETS, BertConfig  # noqa: E402
+from keras_bert.data import (  # noqa: E402
+    MaskedLmMasker,
+    PretrainingDataError,
+    PretrainingDataOptions,
+    create_pretraining_data,
+    pretraining_dataset,
+)
 from keras_bert.encoder import BertEncoder  # noqa: E402
 from keras_bert.models import (  # noqa: E402
     BertClassifier,
@@ -46,7 +55,9 @@ __version__ = "0.1.0"
 __all__ = [
     "PRESETS", "BertClassifier", "BertConfig", "BertEncoder", "BertFeatureExtractor",
     "BertMultipleChoice", "BertPreprocessor", "BertPretrainer", "BertSpanLabeler",
-    "BertTokenClassifier", "BertTokenizer", "CheckpointError", "VocabularyWarning",
+    "BertTokenClassifier", "BertTokenizer", "CheckpointError", "MaskedLmMasker",
+    "PretrainingDataError", "PretrainingDataOptions", "VocabularyWarning",
+    "create_pretraining_data", "pretraining_dataset",
     "__version__", "basic_tokenize", "learn_vocab", "load_encoder", "load_pretrainer",
     "load_vocab", "pack_inputs", "reserved_tokens", "save_encoder", "save_google_checkpoint",
     "truncate_segments", "write_vocab",
