@@ -1,0 +1,211 @@
+"""Pretraining throughput (training sequences/s: forward, backward and optimizer update)
+on this machine, side by side with keras-hub and tf-models-official, in one run.
+
+    python benchmarks/pretraining_throughput.py     # L6/H384/A12/I1536, batch 32, seq 128
+
+Every implementation trains the same shape: batch 32, sequence 128, 20 masked-LM
+predictions per sequence, dropout 0.1, AdamW with weight decay and global-norm clipping.
+keras_bert: `BertPretrainer` with `keras_bert.training`'s losses and optimizer, compiled
+as `keras-bert pretrain` compiles it (MLM + NSP). tf-models-official: `BertPretrainerV2`
+on `BertEncoderV2` with an NSP classification head (MLM + NSP) and a tf.function train
+step. keras-hub: `BertMaskedLM` (MLM only: keras-hub has no NSP head). Each runs with and
+without XLA in its own subprocess, so its peak RSS is its own. One JSON line per
+measurement, then a summary line with keras_bert's speedup over the faster TF peer.
+The timing is the median over the timed steps after warmup steps; beside the wall-clock
+rate, `seq_per_cpu_s` divides by the process's CPU time, which is less disturbed when
+other processes share the machine. `--precision mixed_bfloat16` runs all three in
+bfloat16 (Keras / tf_keras mixed precision) instead of float32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+SHAPE = {"num_layers": 6, "hidden_size": 384, "num_heads": 12, "intermediate_size": 1536,
+         "vocab_size": 30522}
+IMPLEMENTATIONS = ("keras_bert", "tf_models_official", "keras_hub")
+
+
+def _batch(batch, seq, predictions, vocab):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1000, vocab, size=(batch, seq)).astype("int32")
+    positions = np.sort(np.stack([rng.choice(np.arange(1, seq), predictions, replace=False)
+                                  for _ in range(batch)]), axis=1).astype("int32")
+    return {"ids": ids, "mask": np.ones_like(ids), "types": np.zeros_like(ids),
+            "positions": positions,
+            "labels": rng.integers(1000, vocab, size=(batch, predictions)).astype("int32"),
+            "weights": np.ones((batch, predictions), "float32"),
+            "nsp": rng.integers(0, 2, size=(batch, 1)).astype("int32")}
+
+
+def _keras_bert(b, xla):
+    import keras
+
+    from keras_bert import BertConfig, BertEncoder, BertPretrainer
+    from keras_bert.training import create_optimizer, pretraining_losses
+
+    model = BertPretrainer(BertEncoder(BertConfig(**SHAPE)))
+    model.compile(optimizer=create_optimizer(1e-4, 10_000, 100), loss=pretraining_losses(),
+                  metrics="auto", jit_compile=xla)
+    x = {"input_word_ids": b["ids"], "input_mask": b["mask"], "input_type_ids": b["types"],
+         "masked_lm_positions": b["positions"]}
+    y = {"masked_lm": b["labels"], "next_sentence": b["nsp"]}
+    w = {"masked_lm": b["weights"], "next_sentence": keras.ops.ones((len(b["ids"]), 1))}
+    return lambda: model.train_on_batch(x, y, sample_weight=w)
+
+
+def _keras_hub(b, xla):
+    import keras
+    import keras_hub
+
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=SHAPE["vocab_size"], num_layers=SHAPE["num_layers"],
+        num_heads=SHAPE["num_heads"], hidden_dim=SHAPE["hidden_size"],
+        intermediate_dim=SHAPE["intermediate_size"], max_sequence_length=512)
+    model = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
+    optimizer = keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6,
+                                       global_clipnorm=1.0)
+    optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
+    model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True), weighted_metrics=["sparse_categorical_accuracy"], jit_compile=xla)
+    x = {"token_ids": b["ids"], "padding_mask": b["mask"].astype(bool),
+         "segment_ids": b["types"], "mask_positions": b["positions"]}
+    return lambda: model.train_on_batch(x, b["labels"], sample_weight=b["weights"])
+
+
+def _tf_models_official(b, xla):
+    import tensorflow as tf
+    import tf_keras
+    from official.nlp.modeling import layers, models, networks
+
+    encoder = networks.BertEncoderV2(
+        vocab_size=SHAPE["vocab_size"], hidden_size=SHAPE["hidden_size"],
+        num_layers=SHAPE["num_layers"], num_attention_heads=SHAPE["num_heads"],
+        inner_dim=SHAPE["intermediate_size"], type_vocab_size=2, max_sequence_length=512)
+    model = models.BertPretrainerV2(encoder_network=encoder, classification_heads=[
+        layers.ClassificationHead(inner_dim=SHAPE["hidden_size"], num_classes=2,
+                                  name="next_sentence")])
+    optimizer = tf_keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6,
+                                          global_clipnorm=1.0)
+    optimizer.exclude_from_weight_decay(var_names=["LayerNorm", "layer_norm", "bias"])
+    x = {"input_word_ids": tf.constant(b["ids"]), "input_mask": tf.constant(b["mask"]),
+         "input_type_ids": tf.constant(b["types"]),
+         "masked_lm_positions": tf.constant(b["positions"])}
+    labels, weights, nsp = (tf.constant(b[k]) for k in ("labels", "weights", "nsp"))
+    ce = tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+
+    @tf.function(jit_compile=xla)
+    def step():
+        with tf.GradientTape() as tape:
+            out = model(x, training=True)
+            logits = tf.cast(out["mlm_logits"], tf.float32)  # float32 under mixed precision
+            mlm = tf.reduce_sum(ce(labels, logits) * weights) / tf.reduce_sum(weights)
+            loss = mlm + tf.reduce_mean(ce(nsp, tf.cast(out["next_sentence"], tf.float32)))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return lambda: step().numpy()
+
+
+def _set_precision(impl, precision):
+    if impl == "tf_models_official":
+        import tf_keras
+
+        tf_keras.mixed_precision.set_global_policy(precision)
+    else:
+        import keras
+
+        keras.mixed_precision.set_global_policy(precision)
+
+
+def run_one(impl, xla, batch, seq, predictions, warmup, steps, precision="float32"):
+    _set_precision(impl, precision)
+    b = _batch(batch, seq, predictions, SHAPE["vocab_size"])
+    make = {"keras_bert": _keras_bert, "keras_hub": _keras_hub,
+            "tf_models_official": _tf_models_official}[impl]
+    step = make(b, bool(xla))
+    start = time.perf_counter()
+    for _ in range(warmup):
+        step()
+    warmup_s = time.perf_counter() - start
+    times, cpu_times = [], []
+    for _ in range(steps):
+        t, c = time.perf_counter(), time.process_time()
+        step()
+        times.append(time.perf_counter() - t)
+        cpu_times.append(time.process_time() - c)
+    seconds = sorted(times)[len(times) // 2]
+    cpu_seconds = sorted(cpu_times)[len(cpu_times) // 2]
+    return {"impl": impl, "xla": bool(xla), "precision": precision, "batch": batch,
+            "seq": seq, "predictions": predictions,
+            "objective": "mlm" if impl == "keras_hub" else "mlm+nsp",
+            "seq_per_s": round(batch / seconds, 2), "s_per_step": round(seconds, 3),
+            "seq_per_cpu_s": round(batch / cpu_seconds, 2),
+            "step_times_s": [round(t, 3) for t in times], "warmup_s": round(warmup_s, 1),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--predictions", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=5, help="timed steps")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--impls", default=",".join(IMPLEMENTATIONS))
+    parser.add_argument("--precision", default="float32",
+                        choices=("float32", "mixed_bfloat16"))
+    parser.add_argument("--impl", help=argparse.SUPPRESS)  # child mode
+    parser.add_argument("--xla", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    common = ["--batch", str(args.batch), "--seq", str(args.seq), "--predictions",
+              str(args.predictions), "--steps", str(args.steps), "--warmup", str(args.warmup),
+              "--precision", args.precision]
+    if args.impl:
+        print(json.dumps(run_one(args.impl, args.xla, args.batch, args.seq, args.predictions,
+                                 args.warmup, args.steps, args.precision)))
+        return
+    results = {}
+    for xla in (0, 1):
+        for impl in args.impls.split(","):
+            proc = subprocess.run([sys.executable, __file__, "--impl", impl, "--xla", str(xla),
+                                   *common], capture_output=True, text=True)
+            if proc.returncode != 0:
+                line = {"impl": impl, "xla": bool(xla), "skipped": proc.stderr.strip()[-400:]}
+            else:
+                line = json.loads(proc.stdout.strip().splitlines()[-1])
+                results[(impl, xla)] = line
+            print(json.dumps(line), flush=True)
+    summary = {"summary": "pretraining_throughput", **SHAPE, "batch": args.batch,
+               "seq": args.seq, "predictions": args.predictions, "precision": args.precision,
+               "cpu_count": os.cpu_count(), "load_average_1m": round(os.getloadavg()[0], 2)}
+    for xla, tag in ((0, "no_xla"), (1, "xla")):
+        ours = results.get(("keras_bert", xla))
+        peers = [results[(p, xla)] for p in ("tf_models_official", "keras_hub")
+                 if (p, xla) in results]
+        if ours and peers:
+            best = max(peers, key=lambda r: r["seq_per_s"])
+            summary[f"keras_bert_seq_per_s_{tag}"] = ours["seq_per_s"]
+            summary[f"fastest_peer_{tag}"] = best["impl"]
+            summary[f"speedup_vs_fastest_peer_{tag}"] = round(
+                ours["seq_per_s"] / best["seq_per_s"], 2)
+            best_cpu = max(peers, key=lambda r: r["seq_per_cpu_s"])
+            summary[f"cpu_time_speedup_vs_fastest_peer_{tag}"] = round(
+                ours["seq_per_cpu_s"] / best_cpu["seq_per_cpu_s"], 2)
+            summary[f"peak_rss_mb_{tag}"] = {r["impl"]: r["peak_rss_mb"] for r in [ours, *peers]}
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

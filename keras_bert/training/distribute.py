@@ -1,0 +1,200 @@
+"""Choosing the `tf.distribute` strategy and the precision a run trains under.
+
+`resolve_strategy` maps the `--strategy` names to strategies: `one_device`, `mirrored`
+(all local GPUs, else all local CPU devices), `multi_worker` (a
+`MultiWorkerMirroredStrategy` over the cluster in `TF_CONFIG`), `tpu` (a `TPUStrategy`
+through `TPUClusterResolver`) and `auto`, which picks from what it finds. Multi-worker
+and TPU strategies configure the TF runtime, so resolve the strategy before running
+any other TF op.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import urllib.parse
+
+import tensorflow as tf
+
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
+PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
+_TPU_CONNECT_TIMEOUT_S = 10.0
+
+
+def cluster_from_tf_config() -> dict:
+    """The `cluster` of the `TF_CONFIG` environment variable ({} when unset).
+
+    Example:
+
+    >>> os.environ.pop("TF_CONFIG", None) and None
+    >>> cluster_from_tf_config()
+    {}
+    """
+    text = os.environ.get("TF_CONFIG")
+    if not text:
+        return {}
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from None
+    return config.get("cluster", {})
+
+
+def _num_workers(cluster: dict) -> int:
+    return len(cluster.get("chief", [])) + len(cluster.get("worker", []))
+
+
+def check_tpu_reachable(tpu: str, timeout: float = _TPU_CONNECT_TIMEOUT_S) -> None:
+    """Raises ConnectionError when a `grpc://host:port` TPU address does not accept a
+    TCP connection within `timeout` seconds (TF itself would wait much longer).
+    Other forms (a Cloud TPU name, "local") are left to `TPUClusterResolver`.
+
+    Example:
+
+    >>> check_tpu_reachable("grpc://127.0.0.1:1", timeout=1.0)
+    Traceback (most recent call last):
+    ...
+    ConnectionError: TPU grpc://127.0.0.1:1 is not reachable ...
+    """
+    if not tpu.startswith("grpc://"):
+        return
+    address = urllib.parse.urlparse(tpu)
+    if not address.hostname or not address.port:
+        raise ValueError(f"--tpu {tpu!r} must look like grpc://HOST:PORT.")
+    try:
+        with socket.create_connection((address.hostname, address.port), timeout=timeout):
+            pass
+    except OSError as e:
+        raise ConnectionError(
+            f"TPU {tpu} is not reachable ({e}); check --tpu and that the TPU is up and "
+            "in the same network as this machine.") from None
+
+
+def _tpu_strategy(tpu: str | None) -> tf.distribute.TPUStrategy:
+    tpu = tpu or "local"
+    check_tpu_reachable(tpu)
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, RuntimeError, tf.errors.OpError) as e:
+        raise ConnectionError(f"Could not connect to TPU {tpu!r}: {e}") from None
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def resolve_strategy(name: str = "auto", tpu: str | None = None) -> tf.distribute.Strategy:
+    """A `tf.distribute.Strategy` for a `--strategy` name.
+
+    Args:
+        name: "one_device" (the first GPU, else the CPU), "mirrored" (all local GPUs,
+            else all local logical CPU devices), "multi_worker" (needs `TF_CONFIG`),
+            "tpu" (`tpu` is "local" on a TPU VM, a Cloud TPU name or grpc://HOST:PORT)
+            or "auto": TPU when `tpu` is given, multi-worker when `TF_CONFIG` lists more
+            than one worker, mirrored with several GPUs, else TF's default strategy.
+        tpu: the TPU address for "tpu" (default "local").
+
+    Raises:
+        ValueError: an unknown name, or "multi_worker" without a cluster in TF_CONFIG.
+        ConnectionError: the TPU cannot be reached.
+
+    Example:
+
+    >>> resolve_strategy("one_device").num_replicas_in_sync
+    1
+    """
+    if name not in STRATEGIES:
+        raise ValueError(f"--strategy must be one of {STRATEGIES}, got {name!r}.")
+    if name == "auto":
+        if tpu:
+            name = "tpu"
+        elif _num_workers(cluster_from_tf_config()) > 1:
+            name = "multi_worker"
+        elif len(tf.config.list_physical_devices("GPU")) > 1:
+            name = "mirrored"
+        else:
+            return tf.distribute.get_strategy()
+    elif tpu and name != "tpu":
+        raise ValueError(f"--tpu {tpu!r} was given with --strategy {name}; use --strategy "
+                         "tpu (or auto).")
+    if name == "tpu":
+        return _tpu_strategy(tpu)
+    if name == "multi_worker":
+        if not _num_workers(cluster_from_tf_config()):
+            raise ValueError("--strategy multi_worker needs the cluster in the TF_CONFIG "
+                             "environment variable, e.g. {\"cluster\": {\"worker\": "
+                             "[\"host1:port\", \"host2:port\"]}, \"task\": {\"type\": "
+                             "\"worker\", \"index\": 0}}.")
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    gpus = tf.config.list_logical_devices("GPU")
+    if name == "one_device":
+        return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+    devices = [d.name for d in (gpus or tf.config.list_logical_devices("CPU"))]
+    return tf.distribute.MirroredStrategy(devices)
+
+
+def is_tpu(strategy: tf.distribute.Strategy) -> bool:
+    """Whether `strategy` runs on TPUs.
+
+    Example:
+
+    >>> is_tpu(tf.distribute.get_strategy())
+    False
+    """
+    return isinstance(strategy, (tf.distribute.TPUStrategy,
+                                 tf.distribute.experimental.TPUStrategy))
+
+
+def num_workers(strategy: tf.distribute.Strategy) -> int:
+    """How many processes (hosts) take part: 1 except under a multi-worker strategy.
+
+    Example:
+
+    >>> num_workers(tf.distribute.get_strategy())
+    1
+    """
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return 1
+    return max(1, _num_workers(strategy.cluster_resolver.cluster_spec().as_dict()))
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """Whether this process writes the run's outputs (the chief, or worker 0 without one).
+
+    Example:
+
+    >>> is_chief(tf.distribute.get_strategy())
+    True
+    """
+    if num_workers(strategy) == 1:
+        return True
+    resolver = strategy.cluster_resolver
+    task_type, task_id = resolver.task_type, resolver.task_id
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return task_type == "chief" or (not has_chief and task_type == "worker" and task_id == 0)
+
+
+def resolve_precision(name: str, strategy: tf.distribute.Strategy) -> str:
+    """The Keras dtype policy for `--mixed_precision`.
+
+    "auto" is "mixed_bfloat16" on TPU, "mixed_float16" (Keras then adds dynamic loss
+    scaling) on GPUs and "float32" on CPUs.
+
+    Example:
+
+    >>> resolve_precision("auto", tf.distribute.OneDeviceStrategy("/cpu:0"))
+    'float32'
+    """
+    if name not in PRECISIONS:
+        raise ValueError(f"--mixed_precision must be one of {PRECISIONS}, got {name!r}.")
+    if name != "auto":
+        return name
+    if is_tpu(strategy):
+        return "mixed_bfloat16"
+    try:
+        devices = strategy.extended.worker_devices
+    except RuntimeError:  # TF's default strategy places ops on a GPU when there is one
+        devices = [d.name for d in tf.config.list_logical_devices("GPU")]
+    if any("GPU" in d.upper() for d in devices):
+        return "mixed_float16"
+    return "float32"

@@ -1,0 +1,161 @@
+"""Pretrain BERT (masked LM + next sentence prediction) with model.fit on a tf.distribute
+strategy: one device, local GPUs (mirrored), several machines (multi_worker, from
+TF_CONFIG) or a TPU.
+
+Input: TFRecords from `keras-bert create-pretraining-data`. Output, in --output_dir: the
+trained encoder (`keras_bert.load_encoder(OUTPUT_DIR)` loads it), metrics.json with the
+final masked-LM/next-sentence accuracy and loss, checkpoints/ (rerunning the same
+command resumes from the last one), logs/ for TensorBoard and train_log.jsonl. A SIGTERM
+saves a checkpoint and exits with status 143. Flags keep google-research/bert's
+run_pretraining.py names where the meaning is the same.
+
+Example:
+
+    keras-bert pretrain --input_file='data/pretraining/*.tfrecord' \\
+        --output_dir=runs/base --config=base --vocab_file=vocab.txt \\
+        --train_batch_size=256 --num_train_steps=1000000 --num_warmup_steps=10000 \\
+        --learning_rate=1e-4 --strategy=mirrored
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from keras_bert.training import PREEMPTED_EXIT_CODE, Pretraining, PretrainingOptions
+from keras_bert.training.distribute import PRECISIONS, STRATEGIES
+from keras_bert.training.optimization import OPTIMIZERS
+
+_DEFAULTS = PretrainingOptions()
+
+
+def parse_boolean(text: str) -> bool:
+    """An absl-style boolean flag value: true/false, yes/no, 1/0 (`--flag=false`)."""
+    value = text.strip().lower()
+    if value in ("1", "true", "t", "yes", "y"):
+        return True
+    if value in ("0", "false", "f", "no", "n"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _auto_boolean(text: str) -> bool | None:
+    return None if text.strip().lower() == "auto" else parse_boolean(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--input_file", required=True,
+        help="pretraining TFRecords: comma-separated globs")
+    add("--output_dir", required=True,
+        help="run directory: encoder, metrics.json, checkpoints/, logs/ (reused to resume)")
+    add("--config", default=None,
+        help="a preset (tiny, mini, small, medium, base, large) or a bert_config.json / "
+             "config.json; a preset takes --vocab_file's size (default: the "
+             "--init_checkpoint's config, else base)")
+    add("--vocab_file", default=None,
+        help="the vocab.txt the data was made with; checked against the model and data")
+    add("--init_checkpoint", default=None,
+        help="start from these weights (Google, Hugging Face or keras_bert checkpoint)")
+    add("--train_batch_size", type=int, default=_DEFAULTS.train_batch_size,
+        help="global batch: sequences per update over all replicas (default: %(default)s)")
+    add("--max_seq_length", type=int, default=None,
+        help="must match the data if given (default: read from the TFRecords)")
+    add("--max_predictions_per_seq", type=int, default=None,
+        help="must match the data if given (default: read from the TFRecords)")
+    add("--num_train_steps", type=int, default=_DEFAULTS.num_train_steps,
+        help="optimizer updates (default: %(default)s)")
+    add("--num_warmup_steps", type=int, default=_DEFAULTS.num_warmup_steps,
+        help="updates of linear learning-rate warmup (default: %(default)s)")
+    add("--learning_rate", type=float, default=_DEFAULTS.learning_rate,
+        help="peak learning rate, decayed linearly to 0 (default: %(default)s)")
+    add("--optimizer", choices=OPTIMIZERS, default=_DEFAULTS.optimizer,
+        help="adamw (BERT's) or lamb (large batches) (default: %(default)s)")
+    add("--weight_decay", type=float, default=_DEFAULTS.weight_decay,
+        help="decoupled weight decay, not on LayerNorm/bias (default: %(default)s)")
+    add("--gradient_accumulation_steps", type=int,
+        default=_DEFAULTS.gradient_accumulation_steps,
+        help="micro-batches per update, for small accelerators (default: %(default)s)")
+    add("--strategy", choices=STRATEGIES, default="auto",
+        help="tf.distribute strategy (default: %(default)s: TPU if --tpu, multi_worker if "
+             "TF_CONFIG lists workers, mirrored with several GPUs, else one device)")
+    add("--tpu", default=None,
+        help="TPU for --strategy tpu: 'local' on a TPU VM, a Cloud TPU name or "
+             "grpc://HOST:PORT")
+    add("--save_checkpoints_steps", type=int, default=_DEFAULTS.save_checkpoints_steps,
+        help="steps between checkpoints (default: %(default)s)")
+    add("--keep_checkpoints", type=int, default=_DEFAULTS.keep_checkpoints,
+        help="checkpoints kept (default: %(default)s)")
+    add("--log_steps", type=int, default=_DEFAULTS.log_steps,
+        help="steps per TensorBoard/train_log.jsonl record (default: %(default)s)")
+    add("--steps_per_execution", type=int, default=None,
+        help="steps per tf.function call (default: 1; on TPU the largest divisor of the "
+             "checkpoint and log intervals up to 1000)")
+    add("--jit_compile", type=_auto_boolean, default=None, metavar="{auto,true,false}",
+        help="compile the train step with XLA (default: auto, Keras decides)")
+    add("--mixed_precision", choices=PRECISIONS, default=_DEFAULTS.mixed_precision,
+        help="auto: bfloat16 on TPU, float16 with loss scaling on GPU, float32 on CPU")
+    add("--seed", type=int, default=_DEFAULTS.seed,
+        help="seeds initialization, dropout and input order (default: %(default)s)")
+    add("--progress", type=parse_boolean, nargs="?", const=True, default=True,
+        help="show a progress bar (default: true)")
+    add("--noprogress", dest="progress", action="store_false", help=argparse.SUPPRESS)
+
+
+def _options(args: argparse.Namespace) -> PretrainingOptions:
+    return PretrainingOptions(
+        train_batch_size=args.train_batch_size, max_seq_length=args.max_seq_length,
+        max_predictions_per_seq=args.max_predictions_per_seq,
+        num_train_steps=args.num_train_steps, num_warmup_steps=args.num_warmup_steps,
+        learning_rate=args.learning_rate, optimizer=args.optimizer,
+        weight_decay=args.weight_decay,
+        gradient_accumulation_steps=args.gradient_accumulation_steps,
+        steps_per_execution=args.steps_per_execution,
+        save_checkpoints_steps=args.save_checkpoints_steps,
+        keep_checkpoints=args.keep_checkpoints, log_steps=args.log_steps,
+        jit_compile=args.jit_compile, mixed_precision=args.mixed_precision, seed=args.seed)
+
+
+def run(args: argparse.Namespace) -> int:
+    # The run's own messages (strategy, resuming at step N, SIGTERM) go to stderr.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("keras_bert")
+    previous_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        try:
+            pretraining = Pretraining(
+                args.input_file, args.output_dir, args.config, _options(args),
+                vocab_file=args.vocab_file, strategy=args.strategy, tpu=args.tpu,
+                init_checkpoint=args.init_checkpoint, progress=args.progress)
+        except (FileNotFoundError, ValueError, ConnectionError) as e:
+            print(f"keras-bert pretrain: error: {e}", file=sys.stderr)
+            return 2
+        metrics = pretraining.fit()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous_level)
+    if metrics.get("preempted"):
+        print(f"Stopped by SIGTERM at step {metrics['step']}; saved {metrics['checkpoint']}. "
+              "Run the same command again to resume.")
+        return PREEMPTED_EXIT_CODE
+    if pretraining.is_chief:
+        _print_summary(args.output_dir, metrics)
+    return 0
+
+
+def _print_summary(output_dir: str, metrics: dict) -> None:
+    line = (f"Trained to step {metrics['step']}: masked-LM accuracy "
+            f"{metrics['masked_lm_accuracy']:.4f} (loss {metrics['masked_lm_loss']:.4f})")
+    if "next_sentence_accuracy" in metrics:
+        line += (f", next-sentence accuracy {metrics['next_sentence_accuracy']:.4f} (loss "
+                 f"{metrics['next_sentence_loss']:.4f})")
+    print(line + ".")
+    print(f"Encoder:      {output_dir} (keras_bert.load_encoder)")
+    print(f"Metrics:      {os.path.join(output_dir, 'metrics.json')}")
+    print(f"Checkpoints:  {os.path.join(output_dir, 'checkpoints')}")
+    print(f"TensorBoard:  tensorboard --logdir {os.path.join(output_dir, 'logs')}")

@@ -1,0 +1,114 @@
+"""Fault tolerance of `keras-bert pretrain` runs, in real processes: kill -9 mid-run and
+a SIGTERM (preemption) both resume from the last checkpoint, and under op determinism
+finish with exactly the weights of an uninterrupted run (dropout on, so the random
+state is restored too)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from test_training_support import latest_step, tiny_config_dict, write_pretraining_records
+
+from keras_bert.training import PREEMPTED_EXIT_CODE
+
+SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_training_support.py")
+OPTIONS = dict(train_batch_size=16, num_train_steps=600, num_warmup_steps=60,
+               learning_rate=2e-3, save_checkpoints_steps=25, log_steps=100, seed=3)
+CONFIG = tiny_config_dict(hidden_dropout=0.1, attention_dropout=0.1)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return write_pretraining_records(str(tmp_path_factory.mktemp("data")), num_examples=256)
+
+
+def spec_for(data, directory, name):
+    spec = {"input_file": data, "output_dir": os.path.join(directory, name), "config": CONFIG,
+            "options": OPTIONS, "strategy": "auto", "deterministic": True,
+            "weights_out": os.path.join(directory, f"{name}.npz")}
+    path = os.path.join(directory, f"{name}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(spec, f)
+    return path, spec
+
+
+def start(spec_path):
+    return subprocess.Popen([sys.executable, SUPPORT, spec_path], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+
+
+def finish(process, expected_code=0, timeout=150):
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+        pytest.fail(f"training did not finish within {timeout} s:\n{output[-3000:]}")
+    assert process.returncode == expected_code, output[-3000:]
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def wait_for_checkpoint(process, run_dir, timeout=120):
+    deadline = time.monotonic() + timeout
+    while latest_step(run_dir) == 0:
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"no checkpoint appeared:\n{process.communicate()[0][-3000:]}")
+        time.sleep(0.02)
+
+
+def weights(path):
+    with np.load(path) as archive:
+        return {k: archive[k] for k in archive.files}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(data, tmp_path_factory):
+    spec_path, spec = spec_for(data, str(tmp_path_factory.mktemp("reference")), "run")
+    result = finish(start(spec_path))
+    assert result["start_step"] == 0
+    return weights(spec["weights_out"])
+
+
+def assert_same_weights(path, reference):
+    resumed = weights(path)
+    assert resumed.keys() == reference.keys()
+    for name, value in resumed.items():
+        np.testing.assert_array_equal(value, reference[name], err_msg=name)
+
+
+def test_kill_9_resumes_from_the_last_checkpoint(data, uninterrupted, tmp_path):
+    spec_path, spec = spec_for(data, str(tmp_path), "run")
+    process = start(spec_path)
+    wait_for_checkpoint(process, spec["output_dir"])
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL, "the run finished before it was killed"
+    saved = latest_step(spec["output_dir"])
+    assert 25 <= saved < 600 and saved % 25 == 0
+    assert not os.path.exists(os.path.join(spec["output_dir"], "metrics.json"))
+
+    result = finish(start(spec_path))
+    assert result["start_step"] == saved  # resumed, not restarted from zero
+    assert result["step"] == 600
+    assert_same_weights(spec["weights_out"], uninterrupted)
+
+
+def test_sigterm_saves_the_current_step_and_exits(data, uninterrupted, tmp_path):
+    spec_path, spec = spec_for(data, str(tmp_path), "run")
+    process = start(spec_path)
+    wait_for_checkpoint(process, spec["output_dir"])
+    process.send_signal(signal.SIGTERM)
+    result = finish(process, expected_code=PREEMPTED_EXIT_CODE)
+    assert result["preempted"] and 25 <= result["step"] < 600
+    assert latest_step(spec["output_dir"]) == result["step"]  # saved where it stopped
+
+    resumed = finish(start(spec_path))
+    assert resumed["start_step"] == result["step"]
+    assert_same_weights(spec["weights_out"], uninterrupted)
