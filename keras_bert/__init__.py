@@ -48,6 +48,7 @@ from keras_bert.tokenization import (  # noqa: E402
     basic_tokenize,
     load_vocab,
 )
+from keras_bert.training import Pretraining, PretrainingOptions, run_pretraining  # noqa: E402
 from keras_bert.vocab import learn_vocab, reserved_tokens, write_vocab  # noqa: E402
 
 __version__ = "0.1.0"
@@ -56,7 +57,8 @@ __all__ = [
     "PRESETS", "BertClassifier", "BertConfig", "BertEncoder", "BertFeatureExtractor",
     "BertMultipleChoice", "BertPreprocessor", "BertPretrainer", "BertSpanLabeler",
     "BertTokenClassifier", "BertTokenizer", "CheckpointError", "MaskedLmMasker",
-    "PretrainingDataError", "PretrainingDataOptions", "VocabularyWarning",
+    "Pretraining", "PretrainingDataError", "PretrainingDataOptions", "PretrainingOptions",
+    "VocabularyWarning", "run_pretraining",
     "create_pretraining_data", "pretraining_dataset",
     "__version__", "basic_tokenize", "learn_vocab", "load_encoder", "load_pretrainer",
     "load_vocab", "pack_inputs", "reserved_tokens", "save_encoder", "save_google_checkpoint",
