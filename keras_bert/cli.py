@@ -21,6 +21,17 @@ COMMANDS = {
 }
 
 
+def parse_boolean(text: str) -> bool:
+    """An absl-style boolean flag value, as google-research/bert's flags take them:
+    true/false, yes/no, 1/0 (`--do_lower_case=false`)."""
+    value = text.strip().lower()
+    if value in ("1", "true", "t", "yes", "y"):
+        return True
+    if value in ("0", "false", "f", "no", "n"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="keras-bert", description="BERT for TensorFlow/Keras: data, training, export.")

@@ -21,6 +21,7 @@ import time
 
 import tensorflow as tf
 
+from keras_bert.cli import parse_boolean
 from keras_bert.data.pretraining import (
     PretrainingDataError,
     PretrainingDataOptions,
@@ -30,19 +31,12 @@ from keras_bert.data.pretraining import (
 _DEFAULTS = PretrainingDataOptions()
 
 
-def _boolean(text: str) -> bool:
-    value = text.strip().lower()
-    if value in ("1", "true", "t", "yes", "y"):
-        return True
-    if value in ("0", "false", "f", "no", "n"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     def flag(name: str, default: bool, help_text: str) -> None:
         # `--flag`, `--flag=false` (the original's absl style) and `--noflag` all work.
-        parser.add_argument(f"--{name}", type=_boolean, nargs="?", const=True, default=default,
+        parser.add_argument(f"--{name}", type=parse_boolean, nargs="?", const=True, default=default,
                             help=f"{help_text} (default: {default})")
         parser.add_argument(f"--no{name}", dest=name, action="store_false",
                             default=argparse.SUPPRESS, help=argparse.SUPPRESS)

@@ -38,12 +38,12 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert import BertConfig, BertEncoder, BertPretrainer
+from keras_bert.cli import parse_boolean
 from keras_bert.data.pretraining import PretrainingDataOptions, create_pretraining_data
 from keras_bert.data.tfrecords import pretraining_dataset
 from keras_bert.tokenization import BertTokenizer
 from keras_bert.training import Pretraining, PretrainingOptions, pretraining_losses
 from keras_bert.vocab import learn_vocab, write_vocab
-from pipelines.pretrain import parse_boolean
 
 DEFAULT_SOURCES = ("stdlib", "numpy", "tensorflow", "keras")
 _SKIPPED_DIRECTORIES = {"site-packages", "dist-packages", "test", "tests", "idle_test",

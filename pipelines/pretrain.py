@@ -24,6 +24,7 @@ import logging
 import os
 import sys
 
+from keras_bert.cli import parse_boolean
 from keras_bert.training import PREEMPTED_EXIT_CODE, Pretraining, PretrainingOptions
 from keras_bert.training.distribute import PRECISIONS, STRATEGIES
 from keras_bert.training.optimization import OPTIMIZERS
@@ -31,14 +32,6 @@ from keras_bert.training.optimization import OPTIMIZERS
 _DEFAULTS = PretrainingOptions()
 
 
-def parse_boolean(text: str) -> bool:
-    """An absl-style boolean flag value: true/false, yes/no, 1/0 (`--flag=false`)."""
-    value = text.strip().lower()
-    if value in ("1", "true", "t", "yes", "y"):
-        return True
-    if value in ("0", "false", "f", "no", "n"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def _auto_boolean(text: str) -> bool | None:
