@@ -26,6 +26,14 @@ def _float32(x):
     return ops.cast(x, "float32")
 
 
+def _dense_head(encoder, features, units, dropout, name="logits"):
+    """Dropout, then a dense layer initialized like BERT's, with float32 outputs."""
+    x = keras.layers.Dropout(dropout, name="classifier_dropout")(features)
+    logits = keras.layers.Dense(units, kernel_initializer=_initializer(encoder),
+                                dtype=encoder.dtype_policy, name=name)(x)
+    return _float32(logits)
+
+
 class _BertTask(keras.Model):
     """Shared plumbing: encoder serialization and compile defaults."""
 
@@ -192,11 +200,8 @@ class BertClassifier(_BertTask):
             raise ValueError(f"num_classes must be >= 1 (1 means regression), got {num_classes}.")
         dropout = encoder.config.hidden_dropout if dropout is None else dropout
         inputs = _encoder_inputs(encoder)
-        pooled = encoder(inputs)["pooled_output"]
-        x = keras.layers.Dropout(dropout, name="classifier_dropout")(pooled)
-        logits = keras.layers.Dense(num_classes, kernel_initializer=_initializer(encoder),
-                                    dtype=encoder.dtype_policy, name="logits")(x)
-        super().__init__(inputs=inputs, outputs=_float32(logits), name=name, **kwargs)
+        logits = _dense_head(encoder, encoder(inputs)["pooled_output"], num_classes, dropout)
+        super().__init__(inputs=inputs, outputs=logits, name=name, **kwargs)
         self.encoder = encoder
         self.num_classes = num_classes
         self.dropout = dropout
@@ -280,11 +285,8 @@ class BertTokenClassifier(_BertTask):
             raise ValueError(f"num_classes must be >= 2 for tagging, got {num_classes}.")
         dropout = encoder.config.hidden_dropout if dropout is None else dropout
         inputs = _encoder_inputs(encoder)
-        seq = encoder(inputs)["sequence_output"]
-        x = keras.layers.Dropout(dropout, name="classifier_dropout")(seq)
-        logits = keras.layers.Dense(num_classes, kernel_initializer=_initializer(encoder),
-                                    dtype=encoder.dtype_policy, name="logits")(x)
-        super().__init__(inputs=inputs, outputs=_float32(logits), name=name, **kwargs)
+        logits = _dense_head(encoder, encoder(inputs)["sequence_output"], num_classes, dropout)
+        super().__init__(inputs=inputs, outputs=logits, name=name, **kwargs)
         self.encoder = encoder
         self.num_classes = num_classes
         self.dropout = dropout
@@ -328,11 +330,9 @@ class BertMultipleChoice(_BertTask):
         inputs = {name: keras.Input(shape=(num_choices, None), dtype="int32", name=name)
                   for name in INPUT_NAMES}
         flat = {k: _FoldChoices(name=f"fold_{k}")(v) for k, v in inputs.items()}
-        pooled = encoder(flat)["pooled_output"]
-        x = keras.layers.Dropout(dropout, name="classifier_dropout")(pooled)
-        scores = keras.layers.Dense(1, kernel_initializer=_initializer(encoder),
-                                    dtype=encoder.dtype_policy, name="choice_score")(x)
-        logits = ops.reshape(_float32(scores), (-1, num_choices))
+        scores = _dense_head(encoder, encoder(flat)["pooled_output"], 1, dropout,
+                             name="choice_score")
+        logits = ops.reshape(scores, (-1, num_choices))
         super().__init__(inputs=inputs, outputs=logits, name=name, **kwargs)
         self.encoder = encoder
         self.num_choices = num_choices
