@@ -1,8 +1,9 @@
 """The post-LayerNorm transformer block of BERT (Vaswani et al. 2017, as used in the paper)."""
 
 import keras
+import tensorflow as tf
 
-from keras_bert.layers.attention import BertSelfAttention
+from keras_bert.layers.attention import BertSelfAttention, dense_rows
 
 
 def get_activation(name):
@@ -89,8 +90,14 @@ class TransformerBlock(keras.layers.Layer):
         if return_probs:
             attn, probs = attn
         x = self.attention_layer_norm(x + self.attention_dropout_layer(attn, training=training))
-        h = self.output_dense(self._activation(self.intermediate(x)))
-        x = self.output_layer_norm(x + self.output_dropout(h, training=training))
+        # Feed-forward on the [batch * seq, H] rows: MatMul + BiasAdd, like the attention.
+        dtype = self.compute_dtype
+        rows = tf.reshape(x, (-1, x.shape[-1]))
+        h = self._activation(dense_rows(rows, self.intermediate.kernel,
+                                        self.intermediate.bias, dtype))
+        h = dense_rows(h, self.output_dense.kernel, self.output_dense.bias, dtype)
+        h = tf.reshape(self.output_dropout(h, training=training), tf.shape(x))
+        x = self.output_layer_norm(x + h)
         return (x, probs) if return_probs else x
 
     def compute_output_spec(self, x, bias, training=None, return_probs=False):
