@@ -15,6 +15,7 @@ from keras import ops
 
 from keras_bert.encoder import INPUT_NAMES, BertEncoder
 from keras_bert.layers import MaskedLMHead
+from keras_bert.losses import pretraining_losses
 
 
 def _initializer(encoder):
@@ -103,8 +104,9 @@ class BertPretrainer(_BertTask):
     `next_sentence_accuracy`.
 
     `split_features` turns the pretraining reader's flat feature dict into the
-    `(x, y, sample_weight)` that `fit` takes; with the default loss, the MLM loss is
-    averaged over real predictions (`masked_lm_weights`), as in the original.
+    `(x, y, sample_weight)` that `fit` takes; with the default loss
+    (`keras_bert.losses.MaskedLMLoss`), the MLM loss is averaged over the real
+    predictions (`masked_lm_weights`) of the whole global batch, as in the original.
 
     Example:
 
@@ -148,12 +150,9 @@ class BertPretrainer(_BertTask):
         return {"next_sentence": self.next_sentence}
 
     def default_loss(self):
-        loss = {"masked_lm": keras.losses.SparseCategoricalCrossentropy(
-            from_logits=True, reduction="mean_with_sample_weight")}
-        if self.next_sentence:
-            loss["next_sentence"] = keras.losses.SparseCategoricalCrossentropy(
-                from_logits=True)
-        return loss
+        # MaskedLMLoss: the average over the global batch's real predictions, also under
+        # a distribution strategy (a per-replica mean would weight replicas alike).
+        return pretraining_losses(self.next_sentence)
 
     def default_metrics(self):
         metrics = {"masked_lm": [keras.metrics.SparseCategoricalAccuracy(

@@ -1,7 +1,8 @@
 """Pretraining BERT with `model.fit` on tf.distribute strategies.
 
 - `optimization`: BERT's AdamW (or LAMB), warmup + linear decay, clipping, accumulation.
-- `losses`: the masked-LM loss averaged over the global batch's real predictions.
+- `MaskedLMLoss` / `pretraining_losses` (from `keras_bert.losses`): the masked-LM loss
+  averaged over the global batch's real predictions.
 - `distribute`: `--strategy` names to `tf.distribute` strategies; mixed precision.
 - `callbacks`: fault-tolerant checkpoints, windowed metrics/TensorBoard, progress bar.
 - `validation`: data, vocab and batch checks that run before training.
@@ -10,7 +11,7 @@
 
 from keras_bert.training.callbacks import MetricsLogger, ProgressBar, TrainingCheckpoint
 from keras_bert.training.distribute import resolve_precision, resolve_strategy
-from keras_bert.training.losses import MaskedLMLoss, pretraining_losses
+from keras_bert.losses import MaskedLMLoss, pretraining_losses
 from keras_bert.training.optimization import AdamW, Lamb, LinearWarmupDecay, create_optimizer
 from keras_bert.training.pretraining import (
     PREEMPTED_EXIT_CODE,

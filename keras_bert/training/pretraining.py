@@ -52,7 +52,7 @@ from keras_bert.training.callbacks import (
     TrainingCheckpoint,
     write_json,
 )
-from keras_bert.training.losses import pretraining_losses
+from keras_bert.losses import pretraining_losses
 from keras_bert.training.optimization import OPTIMIZERS, create_optimizer
 
 logger = logging.getLogger("keras_bert")

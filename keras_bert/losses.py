@@ -1,5 +1,7 @@
 """The pretraining objective with global (not per-replica) averages.
 
+`BertPretrainer.compile()` uses these by default; `keras_bert.training` re-exports them.
+
 Keras averages a loss on each replica and then across replicas. For the masked-LM loss,
 an average over the real predictions (`masked_lm_weights`), that would weight every
 replica alike however many predictions it holds. `MaskedLMLoss` divides each replica's
