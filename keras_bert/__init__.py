@@ -21,6 +21,7 @@ from keras_bert.checkpoints import (  # noqa: E402
     CheckpointError,
     load_encoder,
     load_pretrainer,
+    read_config,
     save_encoder,
     save_google_checkpoint,
 )
@@ -61,6 +62,6 @@ __all__ = [
     "VocabularyWarning", "run_pretraining",
     "create_pretraining_data", "pretraining_dataset",
     "__version__", "basic_tokenize", "learn_vocab", "load_encoder", "load_pretrainer",
-    "load_vocab", "pack_inputs", "reserved_tokens", "save_encoder", "save_google_checkpoint",
+    "load_vocab", "pack_inputs", "read_config", "reserved_tokens", "save_encoder", "save_google_checkpoint",
     "truncate_segments", "write_vocab",
 ]

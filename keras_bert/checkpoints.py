@@ -251,11 +251,7 @@ def _google_config(prefix: str) -> BertConfig:
 def _read_hf(directory: str) -> tuple[BertConfig, dict[str, np.ndarray]]:
     from safetensors.numpy import load_file
 
-    config_path = os.path.join(directory, "config.json")
-    if not os.path.isfile(config_path):
-        raise FileNotFoundError(f"Hugging Face checkpoint {directory!r} has no config.json.")
-    return (BertConfig.from_json_file(config_path),
-            load_file(os.path.join(directory, "model.safetensors")))
+    return read_config(directory), load_file(os.path.join(directory, "model.safetensors"))
 
 
 def _hf_prefix(tensors: dict[str, np.ndarray]) -> str:
@@ -276,6 +272,29 @@ def _hf_available(tensors, prefix):
 # ---------------------------------------------------------------------------------------
 # Public API
 # ---------------------------------------------------------------------------------------
+
+def read_config(path: str | os.PathLike) -> BertConfig:
+    """The `BertConfig` of a checkpoint, without reading its weights.
+
+    Takes every path `load_encoder` takes (keras_bert, Hugging Face or Google), so a
+    config can be checked or adjusted before the weights are loaded.
+
+    Example:
+
+    >>> read_config("uncased_L-12_H-768_A-12").hidden_size  # doctest: +SKIP
+    768
+    """
+    fmt, resolved = _detect(path)
+    if fmt == "keras_bert":
+        with open(os.path.join(resolved, KERAS_BERT_CONFIG), encoding="utf-8") as f:
+            return BertConfig.from_dict(json.load(f)["config"])
+    if fmt == "hf":
+        config_path = os.path.join(resolved, "config.json")
+        if not os.path.isfile(config_path):
+            raise FileNotFoundError(f"Hugging Face checkpoint {resolved!r} has no config.json.")
+        return BertConfig.from_json_file(config_path)
+    return _google_config(resolved)
+
 
 def load_encoder(path: str | os.PathLike, output_attentions: bool = False,
                  dtype=None) -> BertEncoder:
@@ -299,10 +318,8 @@ def load_encoder(path: str | os.PathLike, output_attentions: bool = False,
     """
     fmt, resolved = _detect(path)
     if fmt == "keras_bert":
-        with open(os.path.join(resolved, KERAS_BERT_CONFIG), encoding="utf-8") as f:
-            meta = json.load(f)
-        encoder = BertEncoder(BertConfig.from_dict(meta["config"]),
-                              output_attentions=output_attentions, dtype=dtype)
+        encoder = BertEncoder(read_config(resolved), output_attentions=output_attentions,
+                              dtype=dtype)
         encoder.load_weights(os.path.join(resolved, KERAS_BERT_WEIGHTS))
         return encoder
     config, read, available, source, transpose, names = _open(fmt, resolved)
@@ -349,11 +366,25 @@ def _open(fmt, resolved):
             lambda s: google_to_hf_name(s.google_name, prefix))
 
 
-def save_encoder(encoder: BertEncoder, directory: str | os.PathLike) -> None:
+def save_encoder(encoder: BertEncoder, directory: str | os.PathLike,
+                 overwrite: bool = False) -> None:
     """Writes `encoder` in keras_bert's format (config JSON + Keras weights file).
 
     The directory is written under a temporary name and renamed into place, so an
-    interrupted save never leaves a half-written checkpoint behind.
+    interrupted save never leaves a half-written checkpoint behind. A non-empty
+    `directory` is an error unless `overwrite=True`, which replaces it only once the
+    new checkpoint is complete (the old one stays intact if the save fails).
+
+    Example:
+
+    >>> from keras_bert import BertConfig, BertEncoder, load_encoder
+    >>> import tempfile
+    >>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=50))
+    >>> path = tempfile.mkdtemp() + "/encoder"
+    >>> save_encoder(encoder, path)
+    >>> save_encoder(encoder, path, overwrite=True)
+    >>> load_encoder(path).config == encoder.config
+    True
     """
     meta = {"format": "keras_bert", "version": 1, "config": encoder.config.to_dict()}
 
@@ -362,7 +393,7 @@ def save_encoder(encoder: BertEncoder, directory: str | os.PathLike) -> None:
             json.dump(meta, f, indent=2)
         encoder.save_weights(os.path.join(tmp, KERAS_BERT_WEIGHTS))
 
-    _atomic_directory(directory, write)
+    _atomic_directory(directory, write, overwrite=overwrite)
 
 
 def save_google_checkpoint(model, directory: str | os.PathLike) -> str:
@@ -401,19 +432,33 @@ def save_google_checkpoint(model, directory: str | os.PathLike) -> str:
     return os.path.join(os.fspath(directory), GOOGLE_CKPT)
 
 
-def _atomic_directory(directory, write: Callable[[str], None]) -> None:
+def _atomic_directory(directory, write: Callable[[str], None], overwrite: bool = False) -> None:
     directory = os.path.abspath(os.fspath(directory))
     parent = os.path.dirname(directory)
     os.makedirs(parent, exist_ok=True)
-    if os.path.isdir(directory) and os.listdir(directory):
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise FileExistsError(f"{directory!r} is a file; choose a directory path.")
+    if os.path.isdir(directory) and os.listdir(directory) and not overwrite:
         raise FileExistsError(f"{directory!r} exists and is not empty; choose a new "
-                              "directory or remove it first.")
+                              "directory, remove it first, or pass overwrite=True.")
     tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
+    old = None
     try:
         write(tmp)
         if os.path.isdir(directory):
-            os.rmdir(directory)
+            if os.listdir(directory):
+                # Move the old checkpoint aside first: a directory cannot be renamed over
+                # a non-empty one, and it must survive until the new one is in place.
+                old = tempfile.mkdtemp(prefix=".old-", dir=parent)
+                os.replace(directory, os.path.join(old, "previous"))
+            else:
+                os.rmdir(directory)
         os.replace(tmp, directory)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not os.path.exists(directory):
+            os.replace(os.path.join(old, "previous"), directory)
         raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)

@@ -106,11 +106,12 @@ class BertEncoder(keras.Model):
     def from_config(cls, config):
         return cls(**config)
 
-    def save_pretrained(self, directory: str) -> None:
+    def save_pretrained(self, directory: str, overwrite: bool = False) -> None:
         """Writes this encoder so that `keras_bert.load_encoder(directory)` restores it.
 
-        See `keras_bert.checkpoints.save_encoder`.
+        See `keras_bert.checkpoints.save_encoder` (atomic; `overwrite=True` replaces an
+        existing checkpoint).
         """
         from keras_bert.checkpoints import save_encoder
 
-        save_encoder(self, directory)
+        save_encoder(self, directory, overwrite=overwrite)

@@ -13,6 +13,7 @@ from keras_bert.checkpoints import (
     google_to_hf_name,
     load_encoder,
     load_pretrainer,
+    read_config,
     save_encoder,
     save_google_checkpoint,
 )
@@ -234,6 +235,37 @@ def test_failed_save_leaves_nothing(tiny_config, tmp_path, monkeypatch):
     with pytest.raises(OSError):
         save_encoder(encoder, tmp_path / "out")
     assert os.listdir(tmp_path) == []
+
+
+def test_overwrite_replaces_only_a_complete_checkpoint(tiny_config, tmp_path, monkeypatch):
+    first, second = BertEncoder(tiny_config), BertEncoder(tiny_config)
+    batch = random_batch()
+    save_encoder(first, tmp_path / "saved")
+    # A failing overwrite keeps the old checkpoint intact and leaves no temporaries.
+    monkeypatch.setattr(second, "save_weights", lambda *a, **k: (_ for _ in ()).throw(
+        OSError("disk full")))
+    with pytest.raises(OSError):
+        save_encoder(second, tmp_path / "saved", overwrite=True)
+    assert os.listdir(tmp_path) == ["saved"]
+    np.testing.assert_array_equal(load_encoder(tmp_path / "saved")(batch)["sequence_output"],
+                                  first(batch)["sequence_output"])
+    monkeypatch.undo()
+    second.save_pretrained(str(tmp_path / "saved"), overwrite=True)
+    assert os.listdir(tmp_path) == ["saved"]
+    np.testing.assert_array_equal(load_encoder(tmp_path / "saved")(batch)["sequence_output"],
+                                  second(batch)["sequence_output"])
+
+
+def test_read_config_of_every_format(google_cfg, tmp_path):
+    encoder = BertEncoder(google_cfg)
+    save_encoder(encoder, tmp_path / "ours")
+    prefix = save_google_checkpoint(encoder, tmp_path / "google")
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    (hf / "config.json").write_text(json.dumps(google_cfg.to_hf_dict()))
+    (hf / "model.safetensors").write_bytes(b"")  # read_config must not open the weights
+    for path in (tmp_path / "ours", tmp_path / "google", prefix, hf):
+        assert read_config(path) == google_cfg, path
 
 
 def test_not_a_checkpoint(tmp_path):

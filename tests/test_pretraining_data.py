@@ -804,6 +804,26 @@ def test_dynamic_masking_draws_new_masks_each_epoch(dynamic_run):
                                   expected_predictions(originals.astype(bool).sum(axis=1)))
 
 
+def test_skip_batches_resumes_the_same_stream(dynamic_run):
+    # A resumed run starts with skip_batches=k: the batches (records and dynamic masks)
+    # must be those a fresh reader yields after k batches.
+    _, _, out = dynamic_run
+    masker = MaskedLmMasker(VOCAB, max_predictions_per_seq=MAX_PRED)
+
+    def batches(skip, count):
+        dataset = pretraining_dataset(str(out / "*.tfrecord"), 16, max_seq_length=MAX_SEQ,
+                                      max_predictions_per_seq=MAX_PRED, masker=masker, seed=7,
+                                      shuffle_buffer_size=64, skip_batches=skip)
+        return list(dataset.take(count))
+
+    full, resumed = batches(0, 7), batches(4, 3)
+    assert not np.array_equal(full[0]["input_word_ids"], full[4]["input_word_ids"])
+    for expected, got in zip(full[4:], resumed):
+        assert sorted(expected) == sorted(got)
+        for name in expected:
+            np.testing.assert_array_equal(expected[name], got[name], err_msg=name)
+
+
 # --- interoperability with tf-models-official --------------------------------------------
 
 

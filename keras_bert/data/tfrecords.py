@@ -242,8 +242,8 @@ def pretraining_dataset(file_pattern: str | Sequence[str], batch_size: int, *,
                         is_training: bool = True, masker: MaskedLmMasker | None = None,
                         seed: int | None = None, shuffle_buffer_size: int = 10_000,
                         cycle_length: int = 8, drop_remainder: bool = True,
-                        input_context: tf.distribute.InputContext | None = None
-                        ) -> tf.data.Dataset:
+                        input_context: tf.distribute.InputContext | None = None,
+                        skip_batches: int = 0) -> tf.data.Dataset:
     """The tf.data training pipeline over pretraining TFRecord shards.
 
     Interleaves the shards, shuffles records (training), batches (with `drop_remainder`
@@ -263,6 +263,9 @@ def pretraining_dataset(file_pattern: str | Sequence[str], batch_size: int, *,
         drop_remainder: drop the last partial batch (static batch dimension).
         input_context: a `tf.distribute.InputContext`; each input pipeline reads its
             share of the files.
+        skip_batches: start after this many batches (resuming a run): the same batches
+            and dynamic masks as reading from the start and dropping them, but the
+            skipped records are only read, never parsed, masked or batched.
 
     Returns:
         A dataset of dicts with tf-models-official's names: int32 `input_word_ids`,
@@ -288,6 +291,8 @@ def pretraining_dataset(file_pattern: str | Sequence[str], batch_size: int, *,
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=seed is not None or not is_training)
     if is_training:
         dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
+    if skip_batches:
+        dataset = dataset.skip(skip_batches * batch_size)
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
 
     spec = feature_spec(max_seq_length, None if masker else max_predictions_per_seq)
@@ -311,6 +316,8 @@ def pretraining_dataset(file_pattern: str | Sequence[str], batch_size: int, *,
             raise ValueError(f"The masker predicts {masker.max_predictions_per_seq} tokens per "
                              f"sequence but max_predictions_per_seq={max_predictions_per_seq}.")
         seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
+        if skip_batches:
+            seeds = seeds.skip(skip_batches)
 
         def mask(features, batch_seed):
             masked = masker(features["input_word_ids"], features["input_mask"], batch_seed)

@@ -9,9 +9,9 @@
 - `pretraining`: `run_pretraining`, the job behind `keras-bert pretrain`.
 """
 
+from keras_bert.losses import MaskedLMLoss, pretraining_losses
 from keras_bert.training.callbacks import MetricsLogger, ProgressBar, TrainingCheckpoint
 from keras_bert.training.distribute import resolve_precision, resolve_strategy
-from keras_bert.losses import MaskedLMLoss, pretraining_losses
 from keras_bert.training.optimization import AdamW, Lamb, LinearWarmupDecay, create_optimizer
 from keras_bert.training.pretraining import (
     PREEMPTED_EXIT_CODE,

@@ -38,12 +38,14 @@ from keras_bert.checkpoints import (
     CheckpointError,
     load_encoder,
     load_pretrainer,
+    read_config,
     save_encoder,
 )
 from keras_bert.config import PRESETS, BertConfig
 from keras_bert.data.masking import MaskedLmMasker
 from keras_bert.data.tfrecords import pretraining_dataset
 from keras_bert.encoder import BertEncoder
+from keras_bert.losses import pretraining_losses
 from keras_bert.models import BertPretrainer
 from keras_bert.training import distribute, validation
 from keras_bert.training.callbacks import (
@@ -52,7 +54,6 @@ from keras_bert.training.callbacks import (
     TrainingCheckpoint,
     write_json,
 )
-from keras_bert.losses import pretraining_losses
 from keras_bert.training.optimization import OPTIMIZERS, create_optimizer
 
 logger = logging.getLogger("keras_bert")
@@ -195,17 +196,19 @@ def _build_pretrainer(config: BertConfig | None, init_checkpoint: str | None,
                       next_sentence: bool) -> BertPretrainer:
     if not init_checkpoint:
         return BertPretrainer(BertEncoder(config), next_sentence=next_sentence)
+    # Check the config before reading any weights.
+    checkpoint_config = read_config(init_checkpoint)
+    if config is not None and config != checkpoint_config:
+        differs = {k: (v, getattr(checkpoint_config, k))
+                   for k, v in config.to_dict().items()
+                   if getattr(checkpoint_config, k) != v}
+        raise ValueError(f"--config differs from --init_checkpoint's config in {differs} "
+                         "(given, checkpoint); leave --config out to use the checkpoint's.")
     try:
         loaded = load_pretrainer(init_checkpoint)
     except CheckpointError as e:
         logger.info("%s; starting the pretraining heads from scratch.", e)
         loaded = BertPretrainer(load_encoder(init_checkpoint), next_sentence=next_sentence)
-    if config is not None and config != loaded.encoder.config:
-        differs = {k: (v, getattr(loaded.encoder.config, k))
-                   for k, v in config.to_dict().items()
-                   if getattr(loaded.encoder.config, k) != v}
-        raise ValueError(f"--config differs from --init_checkpoint's config in {differs} "
-                         "(given, checkpoint); leave --config out to use the checkpoint's.")
     if loaded.next_sentence == next_sentence:
         return loaded
     model = BertPretrainer(loaded.encoder, next_sentence=next_sentence)
@@ -296,9 +299,8 @@ def build_dataset(info: validation.PretrainingDataInfo, model: BertPretrainer,
     dataset = pretraining_dataset(
         list(info.files), batch_size, max_seq_length=info.max_seq_length,
         max_predictions_per_seq=max_predictions_per_seq, is_training=True, masker=masker,
-        seed=seed, shuffle_buffer_size=shuffle_buffer_size, drop_remainder=True)
-    if skip_batches:
-        dataset = dataset.skip(skip_batches)
+        seed=seed, shuffle_buffer_size=shuffle_buffer_size, drop_remainder=True,
+        skip_batches=skip_batches)
     dataset = dataset.map(model.split_features, num_parallel_calls=tf.data.AUTOTUNE)
     data_options = tf.data.Options()
     data_options.experimental_distribute.auto_shard_policy = (
