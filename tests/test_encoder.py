@@ -141,6 +141,25 @@ def test_masked_lm_head_config_needs_embedding():
         MaskedLMHead.from_config(head.get_config())
 
 
+@pytest.mark.parametrize("name", ["gelu", "gelu_tanh"])
+def test_gelu_matches_its_formula_eager_and_in_graphs(name):
+    # References: Hugging Face's "gelu" (x * Phi(x) with erf) and google-research/bert's
+    # tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in float64 numpy.
+    import math
+
+    from keras_bert.layers import get_activation
+
+    x = np.linspace(-8, 8, 2001)
+    if name == "gelu":
+        expected = x * 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+    else:
+        expected = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    fn = get_activation(name)
+    x32 = tf.constant(x, tf.float32)
+    for got in (fn(x32), tf.function(fn)(x32), tf.function(fn, jit_compile=True)(x32)):
+        np.testing.assert_allclose(np.asarray(got), expected, atol=2e-6, rtol=1e-6)
+
+
 def test_exact_and_tanh_gelu_differ(tiny_config):
     batch = random_batch()
     exact = BertEncoder(tiny_config)
