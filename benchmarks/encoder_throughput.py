@@ -23,7 +23,9 @@ plain-TF (graph) ceiling, and for XLA also of the XLA-compiled ceiling.
 keras_bert runs with both GELU forms: ``keras_bert_gelu_tanh`` uses the tanh
 approximation, as keras-hub's ``BertBackbone`` does, and gives the like-for-like
 ``speedup_vs_keras_hub_<mode>``; ``keras_bert`` uses exact GELU (BertConfig's default and
-Hugging Face's "gelu") and gives the ``..._exact_gelu`` figures.
+Hugging Face's "gelu") and gives the ``..._exact_gelu`` figures, also against
+``hf_torch`` (transformers' BertModel on PyTorch, eager, exact GELU) when torch and
+transformers are installed.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ MODES = ("eager", "graph", "xla")
 # keras_bert runs twice: with exact GELU (Hugging Face's "gelu", BertConfig's default) and
 # with the tanh approximation (google-research/bert's "gelu"), which is what keras-hub's
 # BertBackbone uses, so "keras_bert_gelu_tanh" vs "keras_hub" is like for like.
-IMPLS = ("ceiling", "keras_bert", "keras_bert_gelu_tanh", "keras_hub")
+IMPLS = ("ceiling", "keras_bert", "keras_bert_gelu_tanh", "keras_hub", "hf_torch")
+EAGER_ONLY = ("hf_torch",)
 
 
 def build(impl, mode, batch, seq):
@@ -91,6 +94,25 @@ def build(impl, mode, batch, seq):
         def call(i, m, t):
             return model({"token_ids": i, "padding_mask": m, "segment_ids": t},
                          training=False)["sequence_output"]
+    elif impl == "hf_torch":
+        # Hugging Face transformers' BertModel on PyTorch (optional: pip install torch
+        # transformers), exact GELU like keras_bert's default; eager only.
+        import torch
+        import transformers
+
+        model = transformers.BertModel(transformers.BertConfig(
+            vocab_size=SHAPE["vocab_size"], hidden_size=H, num_hidden_layers=L,
+            num_attention_heads=A, intermediate_size=inter, hidden_act="gelu"),
+            add_pooling_layer=True).eval()
+        tensors = [torch.from_numpy(a.astype("int64"))
+                   for a in _inputs(batch, seq, SHAPE["vocab_size"])]
+
+        def run_torch():
+            with torch.inference_mode():
+                return model(input_ids=tensors[0], attention_mask=tensors[1],
+                             token_type_ids=tensors[2]).last_hidden_state.numpy()
+
+        return run_torch
     elif impl == "ceiling":
         d = H // A
         # Distinct weights per projection and layer: with one shared matrix, grappler's
@@ -145,7 +167,8 @@ def main():
     if args.impl:
         print(json.dumps(peak_rss_child(args.impl, args.mode, args.batch, args.seq)))
         return
-    variants = [(impl, mode) for impl in IMPLS for mode in MODES]
+    variants = [(impl, mode) for impl in IMPLS for mode in MODES
+                if mode == "eager" or impl not in EAGER_ONLY]
     # Children first: Linux keeps ru_maxrss across exec, so a child started after this
     # process has built models would inherit (and report) this process's peak.
     peak_rss = {key: _peak_rss(*key, args) for key in variants}
@@ -192,6 +215,12 @@ def main():
             if ours and ceiling:
                 summary[f"fraction_of_tf_matmul_ceiling_{mode}{tag}"] = round(
                     ours["seq_per_s"] / ceiling["seq_per_s"], 2)
+    torch_eager = results.get(("hf_torch", "eager"))
+    if torch_eager:
+        for impl, mode in (("keras_bert", "eager"), ("keras_bert", "graph")):
+            if (impl, mode) in results:
+                summary[f"speedup_vs_hf_torch_{mode}_exact_gelu"] = round(
+                    results[(impl, mode)]["seq_per_s"] / torch_eager["seq_per_s"], 2)
     xla_ceiling = results.get(("ceiling", "xla"))
     ours_xla = results.get(("keras_bert_gelu_tanh", "xla"))
     if xla_ceiling and ours_xla:

@@ -10,7 +10,9 @@ as `keras-bert pretrain` compiles it (MLM + NSP). tf-models-official: `BertPretr
 on `BertEncoderV2` with an NSP classification head (MLM + NSP) and a tf.function train
 step. keras-hub: `BertMaskedLM` (MLM only: keras-hub has no NSP head). Each runs with and
 without XLA in its own subprocess, so its peak RSS is its own. One JSON line per
-measurement, then a summary line with keras_bert's speedup over the faster TF peer.
+measurement, then a summary line with keras_bert's speedup over the faster TF peer and
+everyone's fraction of "ceiling": the step's matrix multiplications alone (forward and
+backward, encoder and tied MLM decoder), the rate if everything else were free.
 The timing is the median over the timed steps after warmup steps; beside the wall-clock
 rate, `seq_per_cpu_s` divides by the process's CPU time, which is less disturbed when
 other processes share the machine. `--precision mixed_bfloat16` runs all three in
@@ -31,7 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 SHAPE = {"num_layers": 6, "hidden_size": 384, "num_heads": 12, "intermediate_size": 1536,
          "vocab_size": 30522}
-IMPLEMENTATIONS = ("keras_bert", "tf_models_official", "keras_hub")
+IMPLEMENTATIONS = ("keras_bert", "tf_models_official", "keras_hub", "ceiling")
 
 
 def _batch(batch, seq, predictions, vocab):
@@ -118,6 +120,45 @@ def _tf_models_official(b, xla):
     return lambda: step().numpy()
 
 
+def _ceiling(b, xla):
+    """The training step's matrix multiplications and nothing else: the forward matmuls
+    of the encoder (distinct Q/K/V/output, attention scores and context, feed-forward)
+    and of the tied MLM decoder at the masked positions, with their gradients for every
+    weight and activation (the backward matmuls). No softmax, LayerNorm, GELU, dropout,
+    loss or optimizer: the seq/s a step would reach if everything else were free."""
+    import tensorflow as tf
+
+    L, H, A, inter, vocab = (SHAPE[k] for k in ("num_layers", "hidden_size", "num_heads",
+                                                "intermediate_size", "vocab_size"))
+    batch, seq = b["ids"].shape
+    rows_masked = b["positions"].size
+    d = H // A
+    shapes = [("q", (H, H)), ("k", (H, H)), ("v", (H, H)), ("o", (H, H)),
+              ("w1", (H, inter)), ("w2", (inter, H))]
+    weights = [{k: tf.Variable(tf.random.normal(s) * 0.05) for k, s in shapes}
+               for _ in range(L)]
+    table = tf.Variable(tf.random.normal((vocab, H)) * 0.05)
+    x0 = tf.random.normal((batch * seq, H))
+    variables = [table] + [v for w in weights for v in w.values()]
+
+    @tf.function(jit_compile=xla)
+    def step():
+        with tf.GradientTape() as tape:
+            tape.watch(x0)
+            x = x0
+            for w in weights:
+                q, k, v = (tf.reshape(tf.matmul(x, w[n]), (batch * A, seq, d)) for n in "qkv")
+                c = tf.matmul(tf.matmul(q, k, transpose_b=True), v)
+                x = tf.matmul(tf.reshape(c, (batch * seq, H)), w["o"])
+                x = tf.matmul(tf.matmul(x, w["w1"]), w["w2"])
+            logits = tf.matmul(x[:rows_masked], table, transpose_b=True)
+            loss = tf.reduce_sum(logits)
+        grads = tape.gradient(loss, [x0, *variables])
+        return tf.add_n([tf.reduce_sum(g) for g in grads])
+
+    return lambda: step().numpy()
+
+
 def _set_precision(impl, precision):
     if impl == "tf_models_official":
         import tf_keras
@@ -133,7 +174,7 @@ def run_one(impl, xla, batch, seq, predictions, warmup, steps, precision="float3
     _set_precision(impl, precision)
     b = _batch(batch, seq, predictions, SHAPE["vocab_size"])
     make = {"keras_bert": _keras_bert, "keras_hub": _keras_hub,
-            "tf_models_official": _tf_models_official}[impl]
+            "tf_models_official": _tf_models_official, "ceiling": _ceiling}[impl]
     step = make(b, bool(xla))
     start = time.perf_counter()
     for _ in range(warmup):
@@ -149,7 +190,7 @@ def run_one(impl, xla, batch, seq, predictions, warmup, steps, precision="float3
     cpu_seconds = sorted(cpu_times)[len(cpu_times) // 2]
     return {"impl": impl, "xla": bool(xla), "precision": precision, "batch": batch,
             "seq": seq, "predictions": predictions,
-            "objective": "mlm" if impl == "keras_hub" else "mlm+nsp",
+            "objective": {"keras_hub": "mlm", "ceiling": "matmuls only"}.get(impl, "mlm+nsp"),
             "seq_per_s": round(batch / seconds, 2), "s_per_step": round(seconds, 3),
             "seq_per_cpu_s": round(batch / cpu_seconds, 2),
             "step_times_s": [round(t, 3) for t in times], "warmup_s": round(warmup_s, 1),
@@ -204,6 +245,13 @@ def main():
             summary[f"cpu_time_speedup_vs_fastest_peer_{tag}"] = round(
                 ours["seq_per_cpu_s"] / best_cpu["seq_per_cpu_s"], 2)
             summary[f"peak_rss_mb_{tag}"] = {r["impl"]: r["peak_rss_mb"] for r in [ours, *peers]}
+            ceiling = results.get(("ceiling", xla))
+            if ceiling:
+                summary[f"matmul_ceiling_seq_per_s_{tag}"] = ceiling["seq_per_s"]
+                summary[f"fraction_of_matmul_ceiling_{tag}"] = round(
+                    ours["seq_per_s"] / ceiling["seq_per_s"], 2)
+                summary[f"fastest_peer_fraction_of_matmul_ceiling_{tag}"] = round(
+                    best["seq_per_s"] / ceiling["seq_per_s"], 2)
     print(json.dumps(summary))
 
 
