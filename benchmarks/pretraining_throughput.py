@@ -9,7 +9,9 @@ keras_bert: `BertPretrainer` with `keras_bert.training`'s losses and optimizer, 
 as `keras-bert pretrain` compiles it (MLM + NSP). tf-models-official: `BertPretrainerV2`
 on `BertEncoderV2` with an NSP classification head (MLM + NSP) and a tf.function train
 step. keras-hub: `BertMaskedLM` (MLM only: keras-hub has no NSP head). Each runs with and
-without XLA in its own subprocess, so its peak RSS is its own. One JSON line per
+without XLA in its own subprocess, so its peak RSS is its own; the subprocesses of one
+mode stay alive side by side and are timed round-robin (one step of each per round), so
+load changes on a shared machine hit all of them alike. One JSON line per
 measurement, then a summary line with keras_bert's speedup over the faster TF peer and
 everyone's fraction of "ceiling": the step's matrix multiplications alone (forward and
 backward, encoder and tied MLM decoder), the rate if everything else were free.
@@ -27,6 +29,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -170,7 +173,10 @@ def _set_precision(impl, precision):
         keras.mixed_precision.set_global_policy(precision)
 
 
-def run_one(impl, xla, batch, seq, predictions, warmup, steps, precision="float32"):
+def serve(impl, xla, batch, seq, predictions, warmup, precision="float32"):
+    """Child mode: builds one implementation, runs the warmup steps, prints "ready", then
+    runs one timed step per "step" line on stdin (printing its wall and CPU seconds) and
+    its peak RSS on "stats"."""
     _set_precision(impl, precision)
     b = _batch(batch, seq, predictions, SHAPE["vocab_size"])
     make = {"keras_bert": _keras_bert, "keras_hub": _keras_hub,
@@ -179,22 +185,66 @@ def run_one(impl, xla, batch, seq, predictions, warmup, steps, precision="float3
     start = time.perf_counter()
     for _ in range(warmup):
         step()
-    warmup_s = time.perf_counter() - start
-    times, cpu_times = [], []
-    for _ in range(steps):
-        t, c = time.perf_counter(), time.process_time()
-        step()
-        times.append(time.perf_counter() - t)
-        cpu_times.append(time.process_time() - c)
-    seconds = sorted(times)[len(times) // 2]
-    cpu_seconds = sorted(cpu_times)[len(cpu_times) // 2]
-    return {"impl": impl, "xla": bool(xla), "precision": precision, "batch": batch,
-            "seq": seq, "predictions": predictions,
-            "objective": {"keras_hub": "mlm", "ceiling": "matmuls only"}.get(impl, "mlm+nsp"),
-            "seq_per_s": round(batch / seconds, 2), "s_per_step": round(seconds, 3),
-            "seq_per_cpu_s": round(batch / cpu_seconds, 2),
-            "step_times_s": [round(t, 3) for t in times], "warmup_s": round(warmup_s, 1),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    print(json.dumps({"ready": True, "warmup_s": round(time.perf_counter() - start, 1)}),
+          flush=True)
+    for command in sys.stdin:
+        if command.strip() == "step":
+            t, c = time.perf_counter(), time.process_time()
+            step()
+            print(json.dumps({"s": time.perf_counter() - t, "cpu_s": time.process_time() - c}),
+                  flush=True)
+        elif command.strip() == "stats":
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(json.dumps({"peak_rss_mb": round(rss, 1)}), flush=True)
+            return
+
+
+class _Child:
+    """One implementation in its own process, driven line by line."""
+
+    def __init__(self, impl, xla, args):
+        self.impl, self.xla = impl, xla
+        # stderr goes to a file: an undrained pipe would block a chatty child.
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--impl", impl, "--xla", str(xla),
+             "--batch", str(args.batch), "--seq", str(args.seq),
+             "--predictions", str(args.predictions), "--warmup", str(args.warmup),
+             "--precision", args.precision],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        self.ready = self._read()
+        self.times, self.cpu_times = [], []
+
+    def _read(self):
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                return json.loads(line)
+        self.proc.wait()
+        self.stderr.seek(0)
+        raise RuntimeError(self.stderr.read().strip()[-400:])
+
+    def step(self):
+        self.proc.stdin.write("step\n")
+        self.proc.stdin.flush()
+        result = self._read()
+        self.times.append(result["s"])
+        self.cpu_times.append(result["cpu_s"])
+
+    def finish(self, args):
+        self.proc.stdin.write("stats\n")
+        self.proc.stdin.flush()
+        rss = self._read()["peak_rss_mb"]
+        self.proc.wait()
+        seconds = sorted(self.times)[len(self.times) // 2]
+        cpu_seconds = sorted(self.cpu_times)[len(self.cpu_times) // 2]
+        return {"impl": self.impl, "xla": bool(self.xla), "precision": args.precision,
+                "batch": args.batch, "seq": args.seq, "predictions": args.predictions,
+                "objective": {"keras_hub": "mlm", "ceiling": "matmuls only"}.get(
+                    self.impl, "mlm+nsp"),
+                "seq_per_s": round(args.batch / seconds, 2), "s_per_step": round(seconds, 3),
+                "seq_per_cpu_s": round(args.batch / cpu_seconds, 2),
+                "step_times_s": [round(t, 3) for t in self.times],
+                "warmup_s": self.ready["warmup_s"], "peak_rss_mb": rss}
 
 
 def main():
@@ -202,7 +252,7 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--predictions", type=int, default=20)
-    parser.add_argument("--steps", type=int, default=5, help="timed steps")
+    parser.add_argument("--steps", type=int, default=6, help="timed steps (rounds)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--impls", default=",".join(IMPLEMENTATIONS))
     parser.add_argument("--precision", default="float32",
@@ -210,23 +260,26 @@ def main():
     parser.add_argument("--impl", help=argparse.SUPPRESS)  # child mode
     parser.add_argument("--xla", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    common = ["--batch", str(args.batch), "--seq", str(args.seq), "--predictions",
-              str(args.predictions), "--steps", str(args.steps), "--warmup", str(args.warmup),
-              "--precision", args.precision]
     if args.impl:
-        print(json.dumps(run_one(args.impl, args.xla, args.batch, args.seq, args.predictions,
-                                 args.warmup, args.steps, args.precision)))
+        serve(args.impl, args.xla, args.batch, args.seq, args.predictions, args.warmup,
+              args.precision)
         return
     results = {}
     for xla in (0, 1):
+        # All implementations of one mode stay alive side by side; each round times one
+        # step of each, so load changes on a shared machine hit them alike.
+        children = []
         for impl in args.impls.split(","):
-            proc = subprocess.run([sys.executable, __file__, "--impl", impl, "--xla", str(xla),
-                                   *common], capture_output=True, text=True)
-            if proc.returncode != 0:
-                line = {"impl": impl, "xla": bool(xla), "skipped": proc.stderr.strip()[-400:]}
-            else:
-                line = json.loads(proc.stdout.strip().splitlines()[-1])
-                results[(impl, xla)] = line
+            try:
+                children.append(_Child(impl, xla, args))
+            except RuntimeError as e:
+                print(json.dumps({"impl": impl, "xla": bool(xla), "skipped": str(e)}),
+                      flush=True)
+        for _ in range(args.steps):
+            for child in children:
+                child.step()
+        for child in children:
+            results[(child.impl, xla)] = line = child.finish(args)
             print(json.dumps(line), flush=True)
     summary = {"summary": "pretraining_throughput", **SHAPE, "batch": args.batch,
                "seq": args.seq, "predictions": args.predictions, "precision": args.precision,
