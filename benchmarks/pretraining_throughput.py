@@ -128,8 +128,12 @@ def _ceiling(b, xla):
     of the encoder (distinct Q/K/V/output, attention scores and context, feed-forward)
     and of the tied MLM decoder at the masked positions, with their gradients for every
     weight and activation (the backward matmuls). No softmax, LayerNorm, GELU, dropout,
-    loss or optimizer: the seq/s a step would reach if everything else were free."""
+    loss or optimizer: the seq/s a step would reach if everything else were free. Under
+    mixed_bfloat16 the matmuls run in bfloat16 on float32 variables, as Keras does."""
+    import keras
     import tensorflow as tf
+
+    dtype = keras.mixed_precision.global_policy().compute_dtype
 
     L, H, A, inter, vocab = (SHAPE[k] for k in ("num_layers", "hidden_size", "num_heads",
                                                 "intermediate_size", "vocab_size"))
@@ -148,14 +152,15 @@ def _ceiling(b, xla):
     def step():
         with tf.GradientTape() as tape:
             tape.watch(x0)
-            x = x0
+            x = tf.cast(x0, dtype)
             for w in weights:
+                w = {k: tf.cast(v, dtype) for k, v in w.items()}
                 q, k, v = (tf.reshape(tf.matmul(x, w[n]), (batch * A, seq, d)) for n in "qkv")
                 c = tf.matmul(tf.matmul(q, k, transpose_b=True), v)
                 x = tf.matmul(tf.reshape(c, (batch * seq, H)), w["o"])
                 x = tf.matmul(tf.matmul(x, w["w1"]), w["w2"])
-            logits = tf.matmul(x[:rows_masked], table, transpose_b=True)
-            loss = tf.reduce_sum(logits)
+            logits = tf.matmul(x[:rows_masked], tf.cast(table, dtype), transpose_b=True)
+            loss = tf.reduce_sum(tf.cast(logits, tf.float32))
         grads = tape.gradient(loss, [x0, *variables])
         return tf.add_n([tf.reduce_sum(g) for g in grads])
 
