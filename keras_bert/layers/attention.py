@@ -16,6 +16,12 @@ def dense_rows(rows, kernel, bias, dtype, scale=None):
     TF's CPU kernels, eager and graph alike (batched einsums run as BatchMatMulV2, which
     is slower, and a plain add is not fused with the MatMul). `scale`, if given,
     multiplies kernel and bias (cheaper than scaling the product).
+
+    Example:
+
+    >>> y = dense_rows(tf.ones((2, 4)), tf.ones((4, 2, 3)), tf.zeros((2, 3)), "float32")
+    >>> tuple(y.shape), float(y[0, 0])
+    ((2, 6), 4.0)
     """
     kernel = tf.cast(kernel, dtype)
     kernel = tf.reshape(kernel, (rows.shape[-1], -1))

@@ -5,7 +5,6 @@ import tensorflow as tf
 
 from keras_bert.layers.attention import BertSelfAttention, dense_rows
 
-
 _SQRT_HALF = 0.7071067811865476
 _TANH_GELU_A = 1.5957691216057308  # 2 * sqrt(2 / pi)
 _TANH_GELU_B = _TANH_GELU_A * 0.044715
