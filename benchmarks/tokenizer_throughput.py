@@ -48,17 +48,16 @@ def default_vocab() -> str:
 
 
 def hf_tokenizer(vocab_file: str, lower_case: bool):
+    """The Hugging Face `tokenizers` BERT pipeline the reference data was made with
+    (scripts/make_tokenization_refs.py), or None when `tokenizers` is missing."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                    "scripts"))
+    from make_tokenization_refs import hf_tokenizer as reference_hf_tokenizer
+
     try:
-        from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+        return reference_hf_tokenizer(vocab_file, lower_case)
     except ImportError:
         return None
-    tok = Tokenizer(models.WordPiece.from_file(vocab_file, unk_token="[UNK]",
-                                                max_input_chars_per_word=200))
-    tok.normalizer = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=True, strip_accents=lower_case,
-        lowercase=lower_case)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    return tok
 
 
 def timed(fn, repeats: int) -> list[float]:

@@ -7,16 +7,16 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from test_training_support import (
+    finish_process,
     latest_step,
     replica_weights,
+    start_process,
     tiny_config_dict,
     write_pretraining_records,
 )
@@ -25,7 +25,6 @@ from keras_bert import BertConfig
 from keras_bert.training import PREEMPTED_EXIT_CODE, Pretraining, PretrainingOptions, distribute
 from keras_bert.training.pretraining import _steps_per_execution
 
-SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_training_support.py")
 # Two replicas: a global batch of 8 is 4 per replica. Dropout is off in the tiny config
 # and the masked-LM predictions per sequence vary (1 or 2), so the replicas' shares of
 # the masked-LM loss differ and only a global average matches one device.
@@ -54,20 +53,7 @@ def spawn(spec, directory, name, env=None):
     spec_path = os.path.join(directory, f"{name}.json")
     with open(spec_path, "w", encoding="utf-8") as f:
         json.dump(spec, f)
-    return subprocess.Popen([sys.executable, SUPPORT, spec_path], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})
-
-
-def finish(process, timeout):
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        output, _ = process.communicate()
-        pytest.fail(f"worker did not finish within {timeout} s:\n{output[-3000:]}")
-    assert process.returncode == 0, output[-3000:]
-    return json.loads(output.strip().splitlines()[-1])
+    return start_process(spec_path, env)
 
 
 def load_replicas(path):
@@ -96,7 +82,7 @@ def test_mirrored_over_two_cpu_devices_equals_one_device(data, single_device, tm
     spec = {"input_file": data, "output_dir": str(tmp_path / "run"),
             "config": tiny_config_dict(), "options": OPTIONS, "strategy": "mirrored",
             "logical_cpus": 2, "weights_out": str(tmp_path / "weights.npz")}
-    metrics = finish(spawn(spec, str(tmp_path), "mirrored"), timeout=120)
+    metrics = finish_process(spawn(spec, str(tmp_path), "mirrored"), timeout=120)
     replicas = load_replicas(spec["weights_out"])
     assert all(len(v) == 2 for v in replicas.values())
     assert metrics["num_replicas"] == 2
@@ -124,7 +110,7 @@ def test_multi_worker_on_loopback_equals_one_device(data, single_device, tmp_pat
         processes.append(spawn(spec, str(tmp_path), f"worker-{index}",
                                env={"TF_CONFIG": json.dumps(tf_config)}))
     deadline = time.monotonic() + 150
-    results = [finish(p, timeout=max(1, deadline - time.monotonic())) for p in processes]
+    results = [finish_process(p, timeout=max(1, deadline - time.monotonic())) for p in processes]
     for index, metrics in enumerate(results):
         replicas = load_replicas(str(tmp_path / f"weights-{index}.npz"))
         assert metrics["num_replicas"] == 2
@@ -169,7 +155,7 @@ def test_multi_worker_sigterm_stops_every_worker_at_one_saved_step(data, tmp_pat
     assert stopped[1]["step"] == step and 0 < step < 400
     assert latest_step(run_dir) == step
 
-    results = [finish(p, timeout=150) for p in start_workers()]
+    results = [finish_process(p, timeout=150) for p in start_workers()]
     assert [r["start_step"] for r in results] == [step, step]
     assert all(r["step"] == 400 for r in results)
 

@@ -6,17 +6,20 @@ state is restored too)."""
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
-from test_training_support import latest_step, tiny_config_dict, write_pretraining_records
+from test_training_support import (
+    finish_process,
+    latest_step,
+    start_process,
+    tiny_config_dict,
+    write_pretraining_records,
+)
 
 from keras_bert.training import PREEMPTED_EXIT_CODE
 
-SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "test_training_support.py")
 OPTIONS = dict(train_batch_size=16, num_train_steps=600, num_warmup_steps=60,
                learning_rate=2e-3, save_checkpoints_steps=25, log_steps=100, seed=3)
 CONFIG = tiny_config_dict(hidden_dropout=0.1, attention_dropout=0.1)
@@ -37,23 +40,6 @@ def spec_for(data, directory, name):
     return path, spec
 
 
-def start(spec_path):
-    return subprocess.Popen([sys.executable, SUPPORT, spec_path], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-
-
-def finish(process, expected_code=0, timeout=150):
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        output, _ = process.communicate()
-        pytest.fail(f"training did not finish within {timeout} s:\n{output[-3000:]}")
-    assert process.returncode == expected_code, output[-3000:]
-    return json.loads(output.strip().splitlines()[-1])
-
-
 def wait_for_checkpoint(process, run_dir, timeout=120):
     deadline = time.monotonic() + timeout
     while latest_step(run_dir) == 0:
@@ -71,7 +57,7 @@ def weights(path):
 @pytest.fixture(scope="module")
 def uninterrupted(data, tmp_path_factory):
     spec_path, spec = spec_for(data, str(tmp_path_factory.mktemp("reference")), "run")
-    result = finish(start(spec_path))
+    result = finish_process(start_process(spec_path), timeout=150)
     assert result["start_step"] == 0
     return weights(spec["weights_out"])
 
@@ -85,7 +71,7 @@ def assert_same_weights(path, reference):
 
 def test_kill_9_resumes_from_the_last_checkpoint(data, uninterrupted, tmp_path):
     spec_path, spec = spec_for(data, str(tmp_path), "run")
-    process = start(spec_path)
+    process = start_process(spec_path)
     wait_for_checkpoint(process, spec["output_dir"])
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
@@ -94,7 +80,7 @@ def test_kill_9_resumes_from_the_last_checkpoint(data, uninterrupted, tmp_path):
     assert 25 <= saved < 600 and saved % 25 == 0
     assert not os.path.exists(os.path.join(spec["output_dir"], "metrics.json"))
 
-    result = finish(start(spec_path))
+    result = finish_process(start_process(spec_path), timeout=150)
     assert result["start_step"] == saved  # resumed, not restarted from zero
     assert result["step"] == 600
     assert_same_weights(spec["weights_out"], uninterrupted)
@@ -102,13 +88,13 @@ def test_kill_9_resumes_from_the_last_checkpoint(data, uninterrupted, tmp_path):
 
 def test_sigterm_saves_the_current_step_and_exits(data, uninterrupted, tmp_path):
     spec_path, spec = spec_for(data, str(tmp_path), "run")
-    process = start(spec_path)
+    process = start_process(spec_path)
     wait_for_checkpoint(process, spec["output_dir"])
     process.send_signal(signal.SIGTERM)
-    result = finish(process, expected_code=PREEMPTED_EXIT_CODE)
+    result = finish_process(process, timeout=150, expected_code=PREEMPTED_EXIT_CODE)
     assert result["preempted"] and 25 <= result["step"] < 600
     assert latest_step(spec["output_dir"]) == result["step"]  # saved where it stopped
 
-    resumed = finish(start(spec_path))
+    resumed = finish_process(start_process(spec_path), timeout=150)
     assert resumed["start_step"] == result["step"]
     assert_same_weights(spec["weights_out"], uninterrupted)

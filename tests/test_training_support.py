@@ -131,6 +131,31 @@ def latest_step(run_dir):
     return int(match.group(1)) if match else 0
 
 
+def start_process(spec_path, env=None):
+    """Starts this module as a training process on the JSON spec at `spec_path`."""
+    import subprocess
+
+    return subprocess.Popen([sys.executable, os.path.abspath(__file__), spec_path],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})
+
+
+def finish_process(process, timeout, expected_code=0):
+    """Waits for a process from `start_process`; returns its last output line's JSON."""
+    import subprocess
+
+    import pytest
+
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+        pytest.fail(f"training process did not finish within {timeout} s:\n{output[-3000:]}")
+    assert process.returncode == expected_code, output[-3000:]
+    return json.loads(output.strip().splitlines()[-1])
+
+
 def main(argv):
     """Runs one `Pretraining` from a JSON spec and saves every local replica's weights.
 
