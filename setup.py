@@ -3,9 +3,9 @@
 from setuptools import find_packages, setup
 
 CORE = [
-    "tensorflow~=2.20.0",
+    "tensorflow~=2.20.0",  # i.e. >=2.20,<2.21: tensorflow-text and tf-models pin it
     "tensorflow-text~=2.20.0",
-    "keras>=3.10",
+    "keras>=3.10,<3.16",
     "numpy",
     "safetensors",
     "tqdm",
@@ -33,7 +33,12 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["keras_bert", "keras_bert.*", "pipelines", "pipelines.*"]),
+    # The runnable jobs live in the top-level pipelines/ directory of the repository
+    # (the layout the project fixes) but install as `keras_bert.pipelines`: a generic
+    # top-level package named `pipelines` in site-packages would clash with other
+    # distributions that ship one.
+    packages=find_packages(include=["keras_bert", "keras_bert.*"]) + ["keras_bert.pipelines"],
+    package_dir={"keras_bert.pipelines": "pipelines"},
     include_package_data=True,
     install_requires=CORE,
     extras_require=EXTRAS,

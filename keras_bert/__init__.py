@@ -13,55 +13,61 @@ The public API:
   TFRecords and the tf.data reader that feeds `BertPretrainer`.
 """
 
-import os as _os
-
-_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from keras_bert.checkpoints import (  # noqa: E402
-    CheckpointError,
-    load_encoder,
-    load_pretrainer,
-    read_config,
-    save_encoder,
-    save_google_checkpoint,
-)
-from keras_bert.config import PRESETS, BertConfig  # noqa: E402
-from keras_bert.data import (  # noqa: E402
-    MaskedLmMasker,
-    PretrainingDataError,
-    PretrainingDataOptions,
-    create_pretraining_data,
-    pretraining_dataset,
-)
-from keras_bert.encoder import BertEncoder  # noqa: E402
-from keras_bert.models import (  # noqa: E402
-    BertClassifier,
-    BertFeatureExtractor,
-    BertMultipleChoice,
-    BertPretrainer,
-    BertSpanLabeler,
-    BertTokenClassifier,
-)
-from keras_bert.preprocessing import BertPreprocessor, pack_inputs, truncate_segments  # noqa: E402
-from keras_bert.tokenization import (  # noqa: E402
-    BertTokenizer,
-    VocabularyWarning,
-    basic_tokenize,
-    load_vocab,
-)
-from keras_bert.training import Pretraining, PretrainingOptions, run_pretraining  # noqa: E402
-from keras_bert.vocab import learn_vocab, reserved_tokens, write_vocab  # noqa: E402
+import importlib as _importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "PRESETS", "BertClassifier", "BertConfig", "BertEncoder", "BertFeatureExtractor",
-    "BertMultipleChoice", "BertPreprocessor", "BertPretrainer", "BertSpanLabeler",
-    "BertTokenClassifier", "BertTokenizer", "CheckpointError", "MaskedLmMasker",
-    "Pretraining", "PretrainingDataError", "PretrainingDataOptions", "PretrainingOptions",
-    "VocabularyWarning", "run_pretraining",
-    "create_pretraining_data", "pretraining_dataset",
-    "__version__", "basic_tokenize", "learn_vocab", "load_encoder", "load_pretrainer",
-    "load_vocab", "pack_inputs", "read_config", "reserved_tokens", "save_encoder", "save_google_checkpoint",
-    "truncate_segments", "write_vocab",
-]
+# public name -> the module that defines it (imported on first use: `import keras_bert`
+# stays quick, and a program can configure TensorFlow before anything loads it).
+_EXPORTS = {
+    "load_encoder": "keras_bert.checkpoints",
+    "load_pretrainer": "keras_bert.checkpoints",
+    "read_config": "keras_bert.checkpoints",
+    "save_encoder": "keras_bert.checkpoints",
+    "save_google_checkpoint": "keras_bert.checkpoints",
+    "CheckpointError": "keras_bert.errors",
+    "KerasBertError": "keras_bert.errors",
+    "UserInputError": "keras_bert.errors",
+    "PRESETS": "keras_bert.config",
+    "BertConfig": "keras_bert.config",
+    "MaskedLmMasker": "keras_bert.data",
+    "PretrainingDataError": "keras_bert.data",
+    "PretrainingDataOptions": "keras_bert.data",
+    "create_pretraining_data": "keras_bert.data",
+    "pretraining_dataset": "keras_bert.data",
+    "BertEncoder": "keras_bert.encoder",
+    "BertClassifier": "keras_bert.models",
+    "BertFeatureExtractor": "keras_bert.models",
+    "BertMultipleChoice": "keras_bert.models",
+    "BertPretrainer": "keras_bert.models",
+    "BertSpanLabeler": "keras_bert.models",
+    "BertTokenClassifier": "keras_bert.models",
+    "BertPreprocessor": "keras_bert.preprocessing",
+    "pack_inputs": "keras_bert.preprocessing",
+    "truncate_segments": "keras_bert.preprocessing",
+    "BertTokenizer": "keras_bert.tokenization",
+    "VocabularyWarning": "keras_bert.tokenization",
+    "basic_tokenize": "keras_bert.tokenization",
+    "load_vocab": "keras_bert.tokenization",
+    "Pretraining": "keras_bert.training",
+    "PretrainingOptions": "keras_bert.training",
+    "run_pretraining": "keras_bert.training",
+    "learn_vocab": "keras_bert.vocab",
+    "reserved_tokens": "keras_bert.vocab",
+    "write_vocab": "keras_bert.vocab",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'keras_bert' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -16,20 +16,21 @@ through the `keras_bert` logger (optimizer slots are counted, not listed).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import glob
 import json
 import logging
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Callable
 
 import numpy as np
 
 from keras_bert.config import BertConfig
 from keras_bert.encoder import BertEncoder
+from keras_bert.errors import CheckpointError, InputNotFoundError, MismatchError
+from keras_bert.io import atomic_directory
 
 logger = logging.getLogger("keras_bert")
 
@@ -40,10 +41,6 @@ GOOGLE_CKPT = "bert_model.ckpt"
 
 # Optimizer and bookkeeping variables found in Google's pretraining checkpoints.
 _OPTIMIZER_VARIABLE = re.compile(r"(/adam_[mv]$|/Adam(_\d+)?$|^global_step$|_power$)")
-
-
-class CheckpointError(ValueError):
-    """A checkpoint does not fit the model: a variable is missing or mis-shaped."""
 
 
 @dataclasses.dataclass
@@ -217,14 +214,18 @@ def _detect(path: str) -> tuple[str, str]:
         prefix = _google_prefix_in_dir(path)
         if prefix:
             return "google", prefix
-        raise FileNotFoundError(
+        raise InputNotFoundError(
             f"{path!r} holds no BERT checkpoint: expected {KERAS_BERT_CONFIG} (keras_bert), "
             f"config.json + model.safetensors (Hugging Face), or {GOOGLE_CONFIG} + "
             f"{GOOGLE_CKPT}.index (Google). Found: {sorted(os.listdir(path))[:20]}")
     if os.path.isfile(path + ".index"):
         return "google", path
-    raise FileNotFoundError(f"No checkpoint at {path!r} (neither a directory nor a TF "
-                            "checkpoint prefix with a .index file).")
+    if os.path.isfile(path):
+        raise InputNotFoundError(
+            f"{path!r} is a file, not a checkpoint: give the checkpoint's directory (Hugging "
+            "Face, keras_bert or Google) or a Google checkpoint prefix (without .index).")
+    raise InputNotFoundError(f"No checkpoint at {path!r}: it does not exist (give a checkpoint "
+                             "directory or a Google checkpoint prefix).")
 
 
 def _google_prefix_in_dir(directory: str) -> str | None:
@@ -243,15 +244,34 @@ def _google_prefix_in_dir(directory: str) -> str | None:
 def _google_config(prefix: str) -> BertConfig:
     path = os.path.join(os.path.dirname(prefix) or ".", GOOGLE_CONFIG)
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"Google checkpoint {prefix!r} has no {GOOGLE_CONFIG} beside "
-                                "it; put the config that came with the checkpoint there.")
+        raise InputNotFoundError(f"Google checkpoint {prefix!r} has no {GOOGLE_CONFIG} beside "
+                                 "it; put the config that came with the checkpoint there.")
     return BertConfig.from_json_file(path)
 
 
 def _read_hf(directory: str) -> tuple[BertConfig, dict[str, np.ndarray]]:
     from safetensors.numpy import load_file
 
-    return read_config(directory), load_file(os.path.join(directory, "model.safetensors"))
+    config = read_config(directory)
+    path = os.path.join(directory, "model.safetensors")
+    with _unreadable(path):
+        return config, load_file(path)
+
+
+@contextlib.contextmanager
+def _unreadable(path: str):
+    """Turns a library's failure to parse a checkpoint file (truncated, corrupt, not the
+    format) into a `CheckpointError` that names the file."""
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except Exception as e:  # safetensors, h5py and TF raise their own types
+        if isinstance(e, (FileNotFoundError, PermissionError)):
+            raise
+        raise CheckpointError(f"{path} cannot be read ({type(e).__name__}: "
+                              f"{' '.join(str(e).split())[:200]}); it may be truncated or "
+                              "corrupt: download or save it again.") from e
 
 
 def _hf_prefix(tensors: dict[str, np.ndarray]) -> str:
@@ -286,12 +306,14 @@ def read_config(path: str | os.PathLike) -> BertConfig:
     """
     fmt, resolved = _detect(path)
     if fmt == "keras_bert":
-        with open(os.path.join(resolved, KERAS_BERT_CONFIG), encoding="utf-8") as f:
+        path = os.path.join(resolved, KERAS_BERT_CONFIG)
+        with _unreadable(path), open(path, encoding="utf-8") as f:
             return BertConfig.from_dict(json.load(f)["config"])
     if fmt == "hf":
         config_path = os.path.join(resolved, "config.json")
         if not os.path.isfile(config_path):
-            raise FileNotFoundError(f"Hugging Face checkpoint {resolved!r} has no config.json.")
+            raise InputNotFoundError(
+                f"Hugging Face checkpoint {resolved!r} has no config.json.")
         return BertConfig.from_json_file(config_path)
     return _google_config(resolved)
 
@@ -304,7 +326,7 @@ def load_encoder(path: str | os.PathLike, output_attentions: bool = False,
         path: a Hugging Face model directory (`config.json` + `model.safetensors`), a
             Google checkpoint (a directory with `bert_config.json` and
             `bert_model.ckpt.*`, or the checkpoint prefix), or a directory written by
-            `BertEncoder.save_pretrained` / `save_encoder`.
+            `save_encoder`.
         output_attentions: also return attention probabilities.
         dtype: dtype policy of the encoder (e.g. "mixed_bfloat16").
 
@@ -320,7 +342,9 @@ def load_encoder(path: str | os.PathLike, output_attentions: bool = False,
     if fmt == "keras_bert":
         encoder = BertEncoder(read_config(resolved), output_attentions=output_attentions,
                               dtype=dtype)
-        encoder.load_weights(os.path.join(resolved, KERAS_BERT_WEIGHTS))
+        weights = os.path.join(resolved, KERAS_BERT_WEIGHTS)
+        with _unreadable(weights):
+            encoder.load_weights(weights)
         return encoder
     config, read, available, source, transpose, names = _open(fmt, resolved)
     encoder = BertEncoder(config, output_attentions=output_attentions, dtype=dtype)
@@ -354,7 +378,8 @@ def _open(fmt, resolved):
     if fmt == "google":
         import tensorflow as tf
 
-        reader = tf.train.load_checkpoint(resolved)
+        with _unreadable(resolved):
+            reader = tf.train.load_checkpoint(resolved)
         shapes = reader.get_variable_to_shape_map()
         return (_google_config(resolved),
                 lambda n: reader.get_tensor(n) if n in shapes else None,
@@ -393,7 +418,7 @@ def save_encoder(encoder: BertEncoder, directory: str | os.PathLike,
             json.dump(meta, f, indent=2)
         encoder.save_weights(os.path.join(tmp, KERAS_BERT_WEIGHTS))
 
-    _atomic_directory(directory, write, overwrite=overwrite)
+    atomic_directory(directory, write, overwrite=overwrite)
 
 
 def save_google_checkpoint(model, directory: str | os.PathLike) -> str:
@@ -428,37 +453,29 @@ def save_google_checkpoint(model, directory: str | os.PathLike) -> str:
             f.write(f'model_checkpoint_path: "{GOOGLE_CKPT}"\n'
                     f'all_model_checkpoint_paths: "{GOOGLE_CKPT}"\n')
 
-    _atomic_directory(directory, write)
+    atomic_directory(directory, write)
     return os.path.join(os.fspath(directory), GOOGLE_CKPT)
 
 
-def _atomic_directory(directory, write: Callable[[str], None], overwrite: bool = False) -> None:
-    directory = os.path.abspath(os.fspath(directory))
-    parent = os.path.dirname(directory)
-    os.makedirs(parent, exist_ok=True)
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise FileExistsError(f"{directory!r} is a file; choose a directory path.")
-    if os.path.isdir(directory) and os.listdir(directory) and not overwrite:
-        raise FileExistsError(f"{directory!r} exists and is not empty; choose a new "
-                              "directory, remove it first, or pass overwrite=True.")
-    tmp = tempfile.mkdtemp(prefix=".tmp-", dir=parent)
-    old = None
-    try:
-        write(tmp)
-        if os.path.isdir(directory):
-            if os.listdir(directory):
-                # Move the old checkpoint aside first: a directory cannot be renamed over
-                # a non-empty one, and it must survive until the new one is in place.
-                old = tempfile.mkdtemp(prefix=".old-", dir=parent)
-                os.replace(directory, os.path.join(old, "previous"))
-            else:
-                os.rmdir(directory)
-        os.replace(tmp, directory)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None and not os.path.exists(directory):
-            os.replace(os.path.join(old, "previous"), directory)
-        raise
-    finally:
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: str) -> int:
+    """Raises `MismatchError` unless `vocab_file` has exactly `vocab_size` tokens (the
+    vocab size of `owner`, e.g. a checkpoint's config): a vocab of another model gives
+    wrong ids without any other sign. Returns the file's token count.
+
+    Example:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> _ = open(path, "w").write("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n")
+    >>> check_vocab_matches(path, 30522, "the model 'bert-base'")
+    Traceback (most recent call last):
+    ...
+    keras_bert.errors.MismatchError: the vocab .../vocab.txt has 4 tokens but the model 'bert-base' has 30522; use the vocab.txt that came with the model.
+    """
+    from keras_bert.tokenization import load_vocab
+
+    size = len(load_vocab(vocab_file))
+    if size != vocab_size:
+        raise MismatchError(f"the vocab {os.fspath(vocab_file)} has {size} tokens but {owner} "
+                            f"has {vocab_size}; use the vocab.txt that came with the model.")
+    return size

@@ -1,5 +1,8 @@
-"""The `keras-bert` command. Each subcommand lives in `pipelines/<module>.py`, which
-defines `add_arguments(parser)` and `run(args) -> int`; this file only dispatches."""
+"""The `keras-bert` command. Each subcommand lives in `pipelines/<module>.py` (installed as
+`keras_bert.pipelines`), which defines `add_arguments(parser)` and `run(args) -> int`;
+this file only dispatches. Exit codes and error reporting follow
+`keras_bert.pipelines.flags` (2 for a user mistake, 1 for a failure, `--debug` for the
+traceback)."""
 
 from __future__ import annotations
 
@@ -10,53 +13,63 @@ import sys
 
 # subcommand -> (module, one-line help)
 COMMANDS = {
-    "encode": ("pipelines.encode", "encode sentences with a preset or loaded BERT encoder"),
-    "vocab": ("pipelines.vocab", "learn a WordPiece vocab.txt from a text corpus"),
-    "create-pretraining-data": ("pipelines.create_pretraining_data",
+    "encode": ("keras_bert.pipelines.encode",
+               "encode sentences with a preset or loaded BERT encoder"),
+    "vocab": ("keras_bert.pipelines.vocab", "learn a WordPiece vocab.txt from a text corpus"),
+    "create-pretraining-data": ("keras_bert.pipelines.create_pretraining_data",
                                 "write masked-LM/NSP TFRecords from raw text"),
-    "pretrain": ("pipelines.pretrain", "pretrain BERT (MLM + NSP) with model.fit on a "
-                 "tf.distribute strategy"),
-    "demo": ("pipelines.demo", "end to end on local text: vocab, TFRecords, pretraining, "
-             "masked-token predictions"),
+    "pretrain": ("keras_bert.pipelines.pretrain", "pretrain BERT (MLM + NSP) with model.fit "
+                 "on a tf.distribute strategy"),
+    "demo": ("keras_bert.pipelines.demo", "end to end on local text: vocab, TFRecords, "
+             "pretraining, masked-token predictions"),
 }
 
 
-def parse_boolean(text: str) -> bool:
-    """An absl-style boolean flag value, as google-research/bert's flags take them:
-    true/false, yes/no, 1/0 (`--do_lower_case=false`)."""
-    value = text.strip().lower()
-    if value in ("1", "true", "t", "yes", "y"):
-        return True
-    if value in ("0", "false", "f", "no", "n"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+def build_parser():
+    from keras_bert.pipelines import flags
 
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = flags.ArgumentParser(
         prog="keras-bert", description="BERT for TensorFlow/Keras: data, training, export.")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                parser_class=flags.ArgumentParser)
     for name, (module_name, help_text) in COMMANDS.items():
         try:
             module = importlib.import_module(module_name)
-        except ModuleNotFoundError as e:
-            if e.name != module_name:
-                raise
-            continue  # not shipped in this build
-        p = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text))
+        except ImportError as e:
+            # Shown, not dropped: running it says what is missing.
+            p = sub.add_parser(name, help=f"{help_text} (unavailable: {e})", add_help=False)
+            p.set_defaults(_run=_unavailable(name, e), _prog=f"keras-bert {name}")
+            continue
+        p = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
-        p.set_defaults(_run=module.run)
+        flags.add_debug(p)
+        p.set_defaults(_run=module.run, _prog=f"keras-bert {name}")
     return parser
 
 
+def _unavailable(name: str, error: ImportError):
+    def run(args):
+        raise RuntimeError(f"the {name} command cannot load: {error}; reinstall keras_bert "
+                           "with the extras it needs (see README.md)")
+
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # TensorFlow's C++ start-up lines (cuInit, oneDNN; some at error level) are noise to a
+    # command-line user: errors reach them as Python exceptions. `--debug` keeps them.
+    # The library itself leaves this setting to its host program.
+    argv = sys.argv[1:] if argv is None else list(argv)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0" if "--debug" in argv else "3")
+    from keras_bert.pipelines import flags
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
-        return 2
-    return int(args._run(args) or 0)
+        return flags.EXIT_USAGE
+    return flags.run_command(args._prog, args._run, args)
 
 
 if __name__ == "__main__":

@@ -85,6 +85,10 @@ class BertEncoder(keras.Model):
         if output_attentions:
             outputs["attention_probs"] = probs
         super().__init__(inputs=inputs, outputs=outputs, name=name, **kwargs)
+        # Keras' functional models ignore `dtype`: set the policy its layers use, so that
+        # `dtype_policy` (which task heads follow) and `get_config` report it.
+        if dtype is not None:
+            self.dtype_policy = dtype
 
         # === Attributes ===
         self.config = config
@@ -100,18 +104,9 @@ class BertEncoder(keras.Model):
 
     def get_config(self):
         return {"config": self.config.to_dict(), "output_attentions": self.output_attentions,
+                "dtype": keras.dtype_policies.serialize(self.dtype_policy),
                 "name": self.name, "trainable": self.trainable}
 
     @classmethod
     def from_config(cls, config):
         return cls(**config)
-
-    def save_pretrained(self, directory: str, overwrite: bool = False) -> None:
-        """Writes this encoder so that `keras_bert.load_encoder(directory)` restores it.
-
-        See `keras_bert.checkpoints.save_encoder` (atomic; `overwrite=True` replaces an
-        existing checkpoint).
-        """
-        from keras_bert.checkpoints import save_encoder
-
-        save_encoder(self, directory, overwrite=overwrite)

@@ -17,6 +17,13 @@ from keras_bert.encoder import INPUT_NAMES, BertEncoder
 from keras_bert.layers import MaskedLMHead
 from keras_bert.losses import pretraining_losses
 
+# Variables whose name contains one of these get no weight decay: the LayerNorm scale and
+# offset (Keras names them gamma/beta) and every bias, the masked-LM output bias included.
+# google-research/bert excludes "LayerNorm", "layer_norm" and "bias" the same way. Keras
+# matches these as regular expressions against `variable.name` (not the path), in
+# `exclude_from_weight_decay(var_names=...)`.
+WEIGHT_DECAY_EXCLUDED = ("gamma", "beta", "bias")
+
 
 def _initializer(encoder):
     return keras.initializers.TruncatedNormal(stddev=encoder.config.initializer_range)
@@ -29,14 +36,23 @@ def _float32(x):
 
 def _dense_head(encoder, features, units, dropout, name="logits"):
     """Dropout, then a dense layer initialized like BERT's, with float32 outputs."""
-    x = keras.layers.Dropout(dropout, name="classifier_dropout")(features)
+    x = keras.layers.Dropout(dropout, dtype=encoder.dtype_policy,
+                             name="classifier_dropout")(features)
     logits = keras.layers.Dense(units, kernel_initializer=_initializer(encoder),
                                 dtype=encoder.dtype_policy, name=name)(x)
     return _float32(logits)
 
 
 class _BertTask(keras.Model):
-    """Shared plumbing: encoder serialization and compile defaults."""
+    """Shared plumbing: encoder serialization, dtype policy and compile defaults."""
+
+    def __init__(self, encoder: BertEncoder, *, inputs, outputs, **kwargs):
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.encoder = encoder
+        # Keras' functional models take the global policy; a task model follows its
+        # encoder's (as its heads do), so that a mixed-precision encoder makes a
+        # mixed-precision model also after `from_config` or `.keras` loading.
+        self.dtype_policy = encoder.dtype_policy
 
     def _task_config(self) -> dict:
         return {}
@@ -66,7 +82,7 @@ class _BertTask(keras.Model):
         if optimizer == "auto":
             optimizer = keras.optimizers.AdamW(learning_rate=2e-5, weight_decay=0.01,
                                                epsilon=1e-6)
-            optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
+            optimizer.exclude_from_weight_decay(var_names=list(WEIGHT_DECAY_EXCLUDED))
         if loss == "auto":
             loss = self.default_loss()
         if metrics == "auto":
@@ -140,8 +156,7 @@ class BertPretrainer(_BertTask):
             nsp_head = keras.layers.Dense(2, kernel_initializer=_initializer(encoder),
                                           dtype=encoder.dtype_policy, name="next_sentence")
             outputs["next_sentence"] = _float32(nsp_head(enc_out["pooled_output"]))
-        super().__init__(inputs=inputs, outputs=outputs, name=name, **kwargs)
-        self.encoder = encoder
+        super().__init__(encoder, inputs=inputs, outputs=outputs, name=name, **kwargs)
         self.next_sentence = next_sentence
         self.masked_lm = mlm_head
         self.next_sentence_head = nsp_head
@@ -200,8 +215,7 @@ class BertClassifier(_BertTask):
         dropout = encoder.config.hidden_dropout if dropout is None else dropout
         inputs = _encoder_inputs(encoder)
         logits = _dense_head(encoder, encoder(inputs)["pooled_output"], num_classes, dropout)
-        super().__init__(inputs=inputs, outputs=logits, name=name, **kwargs)
-        self.encoder = encoder
+        super().__init__(encoder, inputs=inputs, outputs=logits, name=name, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
 
@@ -245,8 +259,7 @@ class BertSpanLabeler(_BertTask):
                                     dtype=encoder.dtype_policy, name="span_logits")(seq)
         logits = _float32(logits)
         outputs = {"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]}
-        super().__init__(inputs=inputs, outputs=outputs, name=name, **kwargs)
-        self.encoder = encoder
+        super().__init__(encoder, inputs=inputs, outputs=outputs, name=name, **kwargs)
 
     def default_loss(self):
         ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -285,8 +298,7 @@ class BertTokenClassifier(_BertTask):
         dropout = encoder.config.hidden_dropout if dropout is None else dropout
         inputs = _encoder_inputs(encoder)
         logits = _dense_head(encoder, encoder(inputs)["sequence_output"], num_classes, dropout)
-        super().__init__(inputs=inputs, outputs=logits, name=name, **kwargs)
-        self.encoder = encoder
+        super().__init__(encoder, inputs=inputs, outputs=logits, name=name, **kwargs)
         self.num_classes = num_classes
         self.dropout = dropout
 
@@ -332,8 +344,7 @@ class BertMultipleChoice(_BertTask):
         scores = _dense_head(encoder, encoder(flat)["pooled_output"], 1, dropout,
                              name="choice_score")
         logits = ops.reshape(scores, (-1, num_choices))
-        super().__init__(inputs=inputs, outputs=logits, name=name, **kwargs)
-        self.encoder = encoder
+        super().__init__(encoder, inputs=inputs, outputs=logits, name=name, **kwargs)
         self.num_choices = num_choices
         self.dropout = dropout
 
@@ -351,9 +362,12 @@ class BertMultipleChoice(_BertTask):
 class BertFeatureExtractor(_BertTask):
     """Frozen contextual features, the paper's feature-based approach (§5.3, Table 7).
 
-    The encoder is frozen; the output combines the hidden states of `layers` (indices
-    into the L transformer layers, negative from the top) by "concat" (the paper's best:
-    the last four layers concatenated, 4H wide) or "sum". Output: [batch, seq, width].
+    The extractor is frozen: it has no trainable weights, runs the encoder in inference
+    mode (no dropout) and passes no gradient back to it. The encoder object passed in is
+    left as it is (still trainable, e.g. by another model that shares it). The output
+    combines the hidden states of `layers` (indices into the L transformer layers,
+    negative from the top) by "concat" (the paper's best: the last four layers
+    concatenated, 4H wide) or "sum". Output: [batch, seq, width].
 
     Example:
 
@@ -376,16 +390,37 @@ class BertFeatureExtractor(_BertTask):
                              f"(from {-num_layers} to {num_layers - 1}).")
         if combine not in ("concat", "sum"):
             raise ValueError(f"combine must be 'concat' or 'sum', got {combine!r}.")
-        encoder.trainable = False
         inputs = _encoder_inputs(encoder)
         hidden = encoder(inputs)["encoder_outputs"]
         picked = [hidden[i] for i in layers]
         out = ops.concatenate(picked, axis=-1) if combine == "concat" else sum(picked[1:],
                                                                               picked[0])
-        super().__init__(inputs=inputs, outputs=out, name=name, **kwargs)
-        self.encoder = encoder
+        out = ops.stop_gradient(out)
+        super().__init__(encoder, inputs=inputs, outputs=out, name=name, **kwargs)
         self.layers_used = layers
         self.combine = combine
 
     def _task_config(self):
         return {"layers": list(self.layers_used), "combine": self.combine}
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        # Frozen features: the encoder always runs in inference mode (no dropout).
+        return super().call(inputs, training=False, mask=mask, **kwargs)
+
+    # Frozen here only: Keras keeps trainability on the (shared) variables and a
+    # sublayer's `trainable` setter would freeze the caller's encoder everywhere.
+    @property
+    def trainable_weights(self):
+        return []
+
+    @property
+    def trainable_variables(self):
+        return []
+
+    @property
+    def non_trainable_weights(self):
+        return self.weights
+
+    @property
+    def non_trainable_variables(self):
+        return self.variables

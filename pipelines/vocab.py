@@ -15,55 +15,58 @@ Example:
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 
-from keras_bert.vocab import learn_vocab, write_vocab
+from keras_bert.io import expand_patterns
+from keras_bert.pipelines.flags import (
+    add_boolean,
+    nonnegative_int,
+    positive_int,
+    require_output_file,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input_file", required=True,
                         help="input text: comma-separated globs of plain or gzip files")
     parser.add_argument("--output_file", required=True, help="the vocab.txt to write")
-    parser.add_argument("--vocab_size", type=int, default=30522,
+    parser.add_argument("--vocab_size", type=positive_int, default=30522,
                         help="tokens in the vocabulary, reserved ones included "
                              "(default: %(default)s)")
-    parser.add_argument("--do_lower_case", action=argparse.BooleanOptionalAction,
-                        default=True,
-                        help="learn an uncased vocabulary: lower-case and strip accents "
-                             "(default: %(default)s)")
-    parser.add_argument("--num_unused", type=int, default=99,
+    add_boolean(parser, "do_lower_case", True,
+                "learn an uncased vocabulary: lower-case and strip accents")
+    parser.add_argument("--num_unused", type=nonnegative_int, default=99,
                         help="[unusedN] slots to reserve; with 99 or more, [UNK]=100, "
                              "[CLS]=101, [SEP]=102, [MASK]=103 as in Google's vocabularies "
                              "(default: %(default)s)")
-    parser.add_argument("--max_lines", type=int, default=None,
+    parser.add_argument("--max_lines", type=positive_int, default=None,
                         help="read only this many non-empty lines (default: all)")
-    parser.add_argument("--min_count", type=int, default=10,
+    parser.add_argument("--min_count", type=positive_int, default=10,
                         help="lowest piece frequency the threshold search may use "
                              "(default: %(default)s)")
-    parser.add_argument("--max_unique_chars", type=int, default=1000,
+    parser.add_argument("--max_unique_chars", type=positive_int, default=1000,
                         help="alphabet size; words with rarer characters are skipped "
                              "(default: %(default)s)")
-    parser.add_argument("--max_token_length", type=int, default=50,
+    parser.add_argument("--max_token_length", type=positive_int, default=50,
                         help="longer words are not counted (default: %(default)s)")
-    parser.add_argument("--num_iterations", type=int, default=4,
+    parser.add_argument("--num_iterations", type=positive_int, default=4,
                         help="refinement passes of the learner (default: %(default)s)")
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                        help="show a progress bar (default: %(default)s)")
+    add_boolean(parser, "progress", True, "show a progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
+    from keras_bert.vocab import learn_vocab, write_vocab
+
     start = time.monotonic()
-    try:
-        tokens = learn_vocab(
-            args.input_file, args.vocab_size, lower_case=args.do_lower_case,
-            num_unused=args.num_unused, max_lines=args.max_lines, min_count=args.min_count,
-            max_unique_chars=args.max_unique_chars, max_token_length=args.max_token_length,
-            num_iterations=args.num_iterations, progress=args.progress)
-        write_vocab(tokens, args.output_file)
-    except (FileNotFoundError, PermissionError, ValueError) as e:
-        print(f"keras-bert vocab: error: {e}", file=sys.stderr)
-        return 2
+    # Checked before the corpus is read: minutes of counting must not end in an error.
+    require_output_file(args.output_file, "the output vocab file")
+    files = expand_patterns(args.input_file, what="corpus file")
+    tokens = learn_vocab(
+        files, args.vocab_size, lower_case=args.do_lower_case,
+        num_unused=args.num_unused, max_lines=args.max_lines, min_count=args.min_count,
+        max_unique_chars=args.max_unique_chars, max_token_length=args.max_token_length,
+        num_iterations=args.num_iterations, progress=args.progress)
+    write_vocab(tokens, args.output_file)
     unused = sum(t.startswith("[unused") for t in tokens)
     print(f"Wrote {len(tokens)} tokens ({unused} [unusedN] slots, "
           f"{'uncased' if args.do_lower_case else 'cased'}) to {args.output_file} in "

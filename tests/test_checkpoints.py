@@ -216,7 +216,7 @@ def test_unused_variables_are_reported(google_cfg, tmp_path, caplog):
 
 def test_keras_bert_directory_round_trip(tiny_config, tmp_path):
     encoder = BertEncoder(tiny_config)
-    encoder.save_pretrained(str(tmp_path / "saved"))
+    save_encoder(encoder, str(tmp_path / "saved"))
     restored = load_encoder(tmp_path / "saved")
     batch = random_batch()
     np.testing.assert_array_equal(encoder(batch)["sequence_output"],
@@ -250,7 +250,7 @@ def test_overwrite_replaces_only_a_complete_checkpoint(tiny_config, tmp_path, mo
     np.testing.assert_array_equal(load_encoder(tmp_path / "saved")(batch)["sequence_output"],
                                   first(batch)["sequence_output"])
     monkeypatch.undo()
-    second.save_pretrained(str(tmp_path / "saved"), overwrite=True)
+    save_encoder(second, str(tmp_path / "saved"), overwrite=True)
     assert os.listdir(tmp_path) == ["saved"]
     np.testing.assert_array_equal(load_encoder(tmp_path / "saved")(batch)["sequence_output"],
                                   second(batch)["sequence_output"])

@@ -3,7 +3,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 import tensorflow as tf
 from conftest import REPO
 from test_checkpoints import REFERENCE, _minilm_path
@@ -30,6 +29,16 @@ def test_help_lists_every_shipped_command(capsys):
         assert name in COMMANDS and name in text
 
 
+def test_a_command_that_cannot_load_is_listed_and_explains(monkeypatch, capsys):
+    # An ImportError in one pipeline must not silently drop its subcommand.
+    monkeypatch.setitem(COMMANDS, "broken", ("keras_bert.pipelines.no_such_module", "x"))
+    assert main([]) == 2
+    assert "broken" in capsys.readouterr().out
+    assert main(["broken"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot load" in err and "no_such_module" in err and "Traceback" not in err
+
+
 def test_python_dash_m_entry_point():
     proc = subprocess.run([sys.executable, "-m", "keras_bert", "--help"], capture_output=True,
                           text=True, cwd=REPO, timeout=120)
@@ -40,9 +49,9 @@ def test_encode_matches_transformers_end_to_end():
     # Tokenization + packing + encoder + mean pooling against Hugging Face's tokenizer ids
     # and BertModel outputs for the same sentences.
     from keras_bert import load_encoder
+    from keras_bert.pipelines.encode import embed
     from keras_bert.preprocessing import BertPreprocessor
     from keras_bert.tokenization import BertTokenizer
-    from pipelines.encode import embed
 
     path = _minilm_path()
     ref = np.load(REFERENCE)
@@ -68,8 +77,10 @@ def test_encode_command_writes_npy(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["emb.npy"]
 
 
-def test_encode_errors(tmp_path):
-    with pytest.raises(SystemExit, match="give sentences"):
-        main(["encode", "--model", str(tmp_path)])
-    with pytest.raises(SystemExit, match="does not exist"):
-        main(["encode", "--input_file", str(tmp_path / "missing.txt")])
+def test_encode_errors(tmp_path, capsys):
+    # A user mistake is exit code 2 with one line on stderr, like every other command.
+    assert main(["encode", "--model", str(tmp_path)]) == 2
+    assert "no sentences" in capsys.readouterr().err
+    assert main(["encode", "--input_file", str(tmp_path / "missing.txt")]) == 2
+    err = capsys.readouterr().err
+    assert "does not exist" in err and len(err.strip().splitlines()) == 1

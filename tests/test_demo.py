@@ -6,7 +6,7 @@ import os
 
 import keras_bert
 from keras_bert import cli
-from pipelines import demo
+from keras_bert.pipelines import demo
 
 SMALL = ["--num_train_steps", "250", "--train_batch_size", "32", "--max_corpus_mb", "0.6",
          "--vocab_size", "1500", "--noprogress"]

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 import tensorflow as tf
-from test_training_support import (
+from training_support import (
     finish_process,
     latest_step,
     replica_weights,

@@ -7,9 +7,12 @@ import pkgutil
 import pytest
 
 import keras_bert
+import keras_bert.pipelines
 
-MODULES = sorted(m.name for m in pkgutil.walk_packages(keras_bert.__path__, "keras_bert.")
-                 if not m.name.endswith("__main__"))
+MODULES = sorted(
+    m.name for path, prefix in ((keras_bert.__path__, "keras_bert."),
+                                (keras_bert.pipelines.__path__, "keras_bert.pipelines."))
+    for m in pkgutil.walk_packages(path, prefix) if not m.name.endswith("__main__"))
 
 
 @pytest.mark.parametrize("name", MODULES)

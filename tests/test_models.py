@@ -149,6 +149,47 @@ def test_feature_extractor_concats_frozen_layers(tiny_config):
         BertFeatureExtractor(BertEncoder(tiny_config), layers=(5,))
 
 
+def test_feature_extractor_leaves_the_callers_encoder_trainable(tiny_config):
+    encoder = BertEncoder(tiny_config)
+    n_weights = len(encoder.trainable_weights)
+    model = BertFeatureExtractor(encoder, layers=(-1,))
+    assert encoder.trainable and len(encoder.trainable_weights) == n_weights
+    assert model.trainable_weights == [] and model.trainable_variables == []
+    assert len(model.non_trainable_weights) == len(encoder.weights)
+    x = random_batch()
+    # Inference mode (no dropout) also when called or fitted with training=True.
+    np.testing.assert_array_equal(model(x, training=True), model(x, training=False))
+    import tensorflow as tf
+
+    with tf.GradientTape() as tape:
+        loss = keras.ops.sum(model(x, training=True))
+    assert all(g is None for g in tape.gradient(loss, encoder.trainable_weights))
+    # A model sharing the encoder still fine-tunes it.
+    classifier = BertClassifier(encoder, num_classes=2)
+    assert len(classifier.trainable_weights) == n_weights + 2
+    before = [w.numpy() for w in encoder.trainable_weights]
+    classifier.compile(optimizer=keras.optimizers.SGD(0.1))
+    classifier.fit(x, np.array([0, 1, 0]), epochs=1, verbose=0)
+    assert any(not np.array_equal(b, w.numpy())
+               for b, w in zip(before, encoder.trainable_weights))
+
+
+def test_one_weight_decay_exclusion_list(tiny_config):
+    from keras_bert import models
+    from keras_bert.training import optimization
+
+    assert optimization.WEIGHT_DECAY_EXCLUDED is models.WEIGHT_DECAY_EXCLUDED
+    model = BertPretrainer(BertEncoder(tiny_config))
+    model.compile()
+    for optimizer in (model.optimizer, optimization.create_optimizer(0.1, global_clipnorm=None)):
+        # Zero gradients: Adam moves nothing, so only the decoupled weight decay acts.
+        variables = [keras.Variable(np.ones(2, "float32"), name=v.name)
+                     for v in model.trainable_weights]
+        optimizer.apply([keras.ops.zeros_like(v) for v in variables], variables)
+        decayed = {v.name for v in variables if not np.allclose(v.numpy(), 1.0)}
+        assert decayed == {"kernel", "embeddings", "position_embeddings"}
+
+
 def test_bad_task_arguments(tiny_config):
     with pytest.raises(ValueError, match="num_classes"):
         BertClassifier(BertEncoder(tiny_config), num_classes=0)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from test_training_support import write_config, write_pretraining_records, write_vocab
+from training_support import write_config, write_pretraining_records, write_vocab
 
 import keras_bert
 from keras_bert import cli

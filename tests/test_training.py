@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from test_training_support import (
+from training_support import (
     synthetic_examples,
     tiny_config_dict,
     write_pretraining_records,

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from test_training_support import (
+from training_support import (
     finish_process,
     latest_step,
     start_process,

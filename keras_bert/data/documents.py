@@ -6,18 +6,21 @@ documents grouped into chunks of about `chunk_chars` characters, so memory stays
 whatever the corpus size. Bad input is counted, never fatal: empty files, binary files
 (a NUL byte in the first 8 KiB, as `grep` and `git` decide), lines over 1 MiB, invalid
 UTF-8 (decoded dropping the bad bytes, as the original's `convert_to_unicode`) and
-unreadable or corrupt files (what was read before the error is kept).
+unreadable or corrupt files (what was read before the error is kept). Paths with a scheme
+(gs://, ...) are read through `tf.io.gfile`; `keras_bert.io.expand_patterns` expands the
+input globs.
 """
 
 from __future__ import annotations
 
 import collections
-import glob
 import gzip
+import io
 import logging
-import os
 import zlib
 from collections.abc import Iterable, Iterator
+
+from keras_bert import io as kb_io
 
 logger = logging.getLogger(__name__)
 
@@ -28,38 +31,51 @@ _GZIP_MAGIC = b"\x1f\x8b"
 END_OF_DOCUMENT = None
 
 
-def expand_input_patterns(patterns: str | Iterable[str]) -> list[str]:
-    """Files matching comma-separated globs, in pattern order, sorted within a pattern.
+class _GFileReader(io.RawIOBase):
+    """A `tf.io.gfile.GFile` as a raw stream, so that `io.BufferedReader` (readline with
+    a size limit) and `gzip` can read remote files."""
 
-    Raises FileNotFoundError naming a pattern that matches no file, before any work.
+    def __init__(self, path: str):
+        import tensorflow as tf  # remote paths only
 
-    Example:
+        self._file = tf.io.gfile.GFile(path, "rb")
 
-    >>> import tempfile, pathlib
-    >>> root = pathlib.Path(tempfile.mkdtemp())
-    >>> for name in ("b.txt", "a.txt"):
-    ...     _ = (root / name).write_text("one sentence.\\n")
-    >>> [os.path.basename(f) for f in expand_input_patterns(f"{root}/*.txt")]
-    ['a.txt', 'b.txt']
-    """
-    if isinstance(patterns, str):
-        patterns = patterns.split(",")
-    files: dict[str, None] = {}  # ordered, without repeats
-    for pattern in (p.strip() for p in patterns):
-        if not pattern:
-            continue
-        matched = sorted(f for f in glob.glob(os.path.expanduser(pattern)) if os.path.isfile(f))
-        if not matched:
-            raise FileNotFoundError(f"--input_file pattern {pattern!r} matches no file.")
-        files.update(dict.fromkeys(matched))
-    if not files:
-        raise FileNotFoundError("--input_file names no input file.")
-    return list(files)
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._file.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._file.close()
+        super().close()
+
+
+class _RemoteGzipFile(gzip.GzipFile):
+    """A `gzip.GzipFile` over a remote file that also closes the file."""
+
+    def __init__(self, path: str):
+        self._remote = io.BufferedReader(_GFileReader(path), buffer_size=1 << 20)
+        super().__init__(fileobj=self._remote, mode="rb")
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._remote.close()
 
 
 def _open_binary(path: str):
-    with open(path, "rb") as f:
+    """A binary stream of a local or remote (`tf.io.gfile`) file, gunzipped if it is gzip."""
+    remote = kb_io.is_remote(path)
+    with (_GFileReader(path) if remote else open(path, "rb")) as f:
         is_gzip = f.read(2) == _GZIP_MAGIC
+    if remote:
+        return (_RemoteGzipFile(path) if is_gzip
+                else io.BufferedReader(_GFileReader(path), buffer_size=1 << 20))
     return gzip.open(path, "rb") if is_gzip else open(path, "rb", buffering=1 << 20)
 
 

@@ -10,6 +10,17 @@ sentences put back, and the pair truncated from a random end of the longer segme
 Without it, sentences are packed as RoBERTa's FULL-SENTENCES inputs: consecutive full
 sentences, crossing into the next document with an extra [SEP], one segment.
 
+One deliberate difference: a "random next" segment B never comes from A's own document.
+The original draws a random document 10 times and, if it keeps hitting A's document,
+takes B from it anyway, labelled random next: always so in a pool of one document (a
+one-document corpus, or text without blank lines between documents), where A and B can
+even be the same sentence. Here, after the same 10 draws, B comes from another document
+drawn uniformly (one extra draw, in a pool of n documents about once in n**10 random
+next pairs, so ordinary pools give the original's instances); in a pool with no other
+document the pair becomes an actual-next one (counted as `nsp_actual_next_fallbacks`),
+or a single-sentence chunk, which has no actual next, is dropped (counted as
+`nsp_dropped_chunks`).
+
 Masking is not done here: `keras_bert.data.MaskedLmMasker` masks the packed arrays.
 """
 
@@ -82,7 +93,9 @@ def create_instances_from_document(documents: list, document_index: int, *, max_
         short_seq_prob: probability of a random shorter target length for this pass.
         cls_id, sep_id: the ids of [CLS] and [SEP].
         rng: the random source.
-        stats: a Counter that gets `short_target_passes` added.
+        stats: a Counter that gets `short_target_passes` added, and in a pool of one
+            document `nsp_actual_next_fallbacks` and `nsp_dropped_chunks` (see the
+            module docstring).
 
     Example:
 
@@ -114,14 +127,21 @@ def create_instances_from_document(documents: list, document_index: int, *, max_
             # Segment A: the first `a_end` sentences of the chunk.
             a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
             tokens_a = list(itertools.chain.from_iterable(chunk[:a_end]))
+            random_index = None
             if len(chunk) == 1 or rng.random() < 0.5:
+                random_index = _other_document(len(documents), document_index, rng)
+                if random_index is None:  # no other document in the pool
+                    if len(chunk) == 1:
+                        if stats is not None:
+                            stats["nsp_dropped_chunks"] += 1
+                        chunk, chunk_length = [], 0
+                        i += 1
+                        continue
+                    if stats is not None:
+                        stats["nsp_actual_next_fallbacks"] += 1
+            if random_index is not None:
                 is_random_next = True
                 target_b_length = target_length - len(tokens_a)
-                # Avoid the document itself (10 tries, as the original).
-                for _ in range(10):
-                    random_index = rng.randint(0, len(documents) - 1)
-                    if random_index != document_index:
-                        break
                 random_document = documents[random_index]
                 tokens_b = []
                 for j in range(rng.randint(0, len(random_document) - 1), len(random_document)):
@@ -139,6 +159,21 @@ def create_instances_from_document(documents: list, document_index: int, *, max_
             chunk, chunk_length = [], 0
         i += 1
     return instances
+
+
+def _other_document(num_documents: int, document_index: int, rng: random.Random
+                    ) -> int | None:
+    """A random document other than `document_index`, None if there is none: the
+    original's 10 draws, then (where it would keep the same document) a uniform draw
+    among the others."""
+    if num_documents < 2:
+        return None
+    for _ in range(10):
+        random_index = rng.randint(0, num_documents - 1)
+        if random_index != document_index:
+            return random_index
+    random_index = rng.randint(0, num_documents - 2)
+    return random_index + (random_index >= document_index)
 
 
 def create_packed_instances(documents: list, *, max_seq_length: int, short_seq_prob: float,

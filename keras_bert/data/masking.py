@@ -29,7 +29,14 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.tokenization import CLS_TOKEN, MASK_TOKEN, SEP_TOKEN, load_vocab
+from keras_bert.errors import ArgumentError, VocabError
+from keras_bert.tokenization import (
+    CLS_TOKEN,
+    MASK_TOKEN,
+    SEP_TOKEN,
+    check_unique_tokens,
+    load_vocab,
+)
 
 
 class MaskedLmMasker:
@@ -65,16 +72,21 @@ class MaskedLmMasker:
     def __init__(self, vocab: str | os.PathLike | Sequence[str], *,
                  max_predictions_per_seq: int = 20, masked_lm_prob: float = 0.15,
                  whole_word_mask: bool = False):
-        tokens = load_vocab(vocab) if isinstance(vocab, (str, os.PathLike)) else list(vocab)
-        # As FullTokenizer's dict: a repeated token has the id of its last line.
+        if isinstance(vocab, (str, os.PathLike)):
+            tokens = load_vocab(vocab)
+        else:
+            tokens = list(vocab)
+            check_unique_tokens(tokens)
         ids = {token: i for i, token in enumerate(tokens)}
         missing = [t for t in (CLS_TOKEN, SEP_TOKEN, MASK_TOKEN) if t not in ids]
         if missing:
-            raise ValueError(f"The vocabulary lacks {missing}, which masked-LM data needs.")
+            raise VocabError(f"The vocabulary lacks {missing}, which masked-LM data needs.")
         if max_predictions_per_seq < 1:
-            raise ValueError(f"max_predictions_per_seq must be >= 1, got {max_predictions_per_seq}.")
+            raise ArgumentError(f"max_predictions_per_seq must be >= 1, got "
+                                f"{max_predictions_per_seq}.", field="max_predictions_per_seq")
         if not 0.0 < masked_lm_prob <= 1.0:
-            raise ValueError(f"masked_lm_prob must be in (0, 1], got {masked_lm_prob}.")
+            raise ArgumentError(f"masked_lm_prob must be in (0, 1], got {masked_lm_prob}.",
+                                field="masked_lm_prob")
         self.vocab_size = len(tokens)
         self.mask_id, self.cls_id, self.sep_id = ids[MASK_TOKEN], ids[CLS_TOKEN], ids[SEP_TOKEN]
         self.max_predictions_per_seq = int(max_predictions_per_seq)

@@ -8,10 +8,13 @@ shard's content depends only on its text and the settings: worker processes can 
 shards in any order, `num_shards` machines can each build every `num_shards`-th shard
 into the same directory, and an interrupted run resumes where it stopped.
 
-Each shard is written under a hidden temporary name and renamed when complete. The JSON
-sidecar (`pretraining_data.json`, or `pretraining_data-IIIII-of-NNNNN.json` for a slice)
+Each shard is written under a hidden temporary name and renamed when complete
+(`keras_bert.io`). The JSON sidecar (`pretraining_data.json`, or
+`pretraining_data-IIIII-of-NNNNN.json` for a slice) is written before the first shard and
 records the settings, the vocab checksum, the inputs, the counts per shard and in total;
-a shard counts as done when its file exists and the sidecar lists it.
+a shard counts as done when its file exists and the sidecar lists it. A directory with
+shards that no sidecar describes, or with a sidecar of other settings, is refused: a
+`*.tfrecord` glob would mix its old shards with the new ones.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ import dataclasses
 import gc
 import hashlib
 import itertools
-import json
+import logging
+import math
 import multiprocessing
 import os
 import random
-import tempfile
+import re
+import signal
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -34,28 +40,36 @@ import numpy as np
 import tensorflow as tf
 import tqdm
 
+from keras_bert import io as kb_io
 from keras_bert.data import documents as documents_lib
 from keras_bert.data.instances import create_instances, instances_to_arrays
 from keras_bert.data.masking import MaskedLmMasker
-from keras_bert.data.tfrecords import serialize_examples, temporary_path, write_tfrecord
+from keras_bert.data.tfrecords import serialize_examples, write_tfrecord
+from keras_bert.errors import (
+    ArgumentError,
+    DataError,
+    OutputError,
+    UserInputError,
+    VocabError,
+)
 from keras_bert.tokenization import SPECIAL_TOKENS, BertTokenizer, load_vocab
+
+logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 _ENCODE_BATCH = 4096
 _SIDECAR_INTERVAL_S = 5.0
+_SHARD_NAME = re.compile(r"part-(\d{5,})\.tfrecord")
+_SIDECAR_NAME = re.compile(r"pretraining_data(-\d{5}-of-\d{5})?\.json")
+# Warn when more than this share of the next-sentence pairs found no other document.
+_NSP_FALLBACK_WARNING_SHARE = 0.01
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-class PretrainingDataError(ValueError):
-    """Bad settings or input, found before any work starts.
-
-    Example:
-
-    >>> PretrainingDataOptions(dupe_factor=0)
-    Traceback (most recent call last):
-    ...
-    keras_bert.data.pretraining.PretrainingDataError: Invalid pretraining data options: \
-dupe_factor must be >= 1, got 0.
-    """
+# Every error `create_pretraining_data` raises on the user's input (options, inputs,
+# vocab, output directory) is a `keras_bert.errors.UserInputError`: `ArgumentError`,
+# `InputNotFoundError`, `VocabError`, `DataError` or `OutputError`. The old name stays.
+PretrainingDataError = UserInputError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,10 +91,19 @@ class PretrainingDataOptions:
         shard_size_mb: text per output shard (millions of characters); also the pool that
             random next segments come from. Memory per worker grows with it.
 
+    Raises:
+        ArgumentError: a value of the wrong type or out of range (`field` names the
+            first one; the message lists them all).
+
     Example:
 
     >>> PretrainingDataOptions(dupe_factor=5).max_seq_length
     128
+    >>> PretrainingDataOptions(dupe_factor=0)
+    Traceback (most recent call last):
+    ...
+    keras_bert.errors.ArgumentError: Invalid pretraining data options: dupe_factor must \
+be >= 1, got 0.
     """
 
     max_seq_length: int = 128
@@ -96,25 +119,41 @@ class PretrainingDataOptions:
     shard_size_mb: float = 1.0
 
     def __post_init__(self):
-        # [CLS] A [SEP] B [SEP] with a target of at least two tokens.
-        minimum_length = 5 if self.next_sentence_prediction else 3
-        problems = []
-        if self.max_seq_length < minimum_length:
-            problems.append(f"max_seq_length must be >= {minimum_length}, got {self.max_seq_length}")
-        if self.max_predictions_per_seq < 1:
-            problems.append(f"max_predictions_per_seq must be >= 1, got "
-                            f"{self.max_predictions_per_seq}")
-        if not 0.0 < self.masked_lm_prob <= 1.0:
-            problems.append(f"masked_lm_prob must be in (0, 1], got {self.masked_lm_prob}")
-        if not 0.0 <= self.short_seq_prob <= 1.0:
-            problems.append(f"short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
-        if self.dupe_factor < 1:
-            problems.append(f"dupe_factor must be >= 1, got {self.dupe_factor}")
-        if self.shard_size_mb <= 0:
-            problems.append(f"shard_size_mb must be > 0, got {self.shard_size_mb}")
+        problems: list[tuple[str, str]] = []  # (field, what is wrong)
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.type == "bool" and not isinstance(value, bool):
+                problems.append((field.name, f"must be True or False, got {value!r}"))
+            elif field.type == "int" and (isinstance(value, bool)
+                                          or not isinstance(value, (int, np.integer))):
+                problems.append((field.name, f"must be an integer, got {value!r}"))
+            elif field.type == "float" and (isinstance(value, bool) or not isinstance(
+                    value, (int, float, np.integer, np.floating)) or not math.isfinite(value)):
+                problems.append((field.name, f"must be a finite number, got {value!r}"))
+        if not problems:
+            # [CLS] A [SEP] B [SEP] with a target of at least two tokens.
+            minimum_length = 5 if self.next_sentence_prediction else 3
+            if self.max_seq_length < minimum_length:
+                problems.append(("max_seq_length", f"must be >= {minimum_length}, got "
+                                                   f"{self.max_seq_length}"))
+            if self.max_predictions_per_seq < 1:
+                problems.append(("max_predictions_per_seq",
+                                 f"must be >= 1, got {self.max_predictions_per_seq}"))
+            if not 0.0 < self.masked_lm_prob <= 1.0:
+                problems.append(("masked_lm_prob", f"must be in (0, 1], got "
+                                                   f"{self.masked_lm_prob}"))
+            if not 0.0 <= self.short_seq_prob <= 1.0:
+                problems.append(("short_seq_prob", f"must be in [0, 1], got "
+                                                   f"{self.short_seq_prob}"))
+            if self.dupe_factor < 1:
+                problems.append(("dupe_factor", f"must be >= 1, got {self.dupe_factor}"))
+            if self.shard_size_mb <= 0:
+                problems.append(("shard_size_mb", f"must be > 0, got {self.shard_size_mb}"))
         if problems:
-            raise PretrainingDataError(
-                "Invalid pretraining data options: " + "; ".join(problems) + ".")
+            raise ArgumentError(
+                "Invalid pretraining data options: "
+                + "; ".join(f"{field} {problem}" for field, problem in problems) + ".",
+                field=problems[0][0])
 
 
 def shard_file_name(shard_id: int) -> str:
@@ -242,6 +281,8 @@ def build_shard(builder: _ShardBuilder, shard: TokenizedShard) -> tuple[list[byt
         short_seq_prob=options.short_seq_prob, dupe_factor=options.dupe_factor,
         next_sentence_prediction=options.next_sentence_prediction,
         cls_id=builder.cls_id, sep_id=builder.sep_id, rng=rng, stats=stats)
+    if options.next_sentence_prediction and len(shard.document_sizes) == 1:
+        stats["nsp_single_document_shards"] = 1  # no random next segment possible
     stats["instances"] = len(instances)
     stats["random_next_instances"] = sum(inst.is_random_next for inst in instances)
     stats["instance_tokens"] = sum(len(inst.tokens) for inst in instances)
@@ -271,27 +312,36 @@ def _derive_seed(*parts) -> int:
 _BUILDER: _ShardBuilder | None = None
 
 
-def _init_worker(builder: _ShardBuilder) -> None:
+def _init_worker(builder: _ShardBuilder, parent_pid: int | None = None) -> None:
     global _BUILDER
     _BUILDER = builder
+    if parent_pid is not None:
+        _die_with_parent(parent_pid)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ends this forked worker as soon as the process that forked it dies, even by
+    SIGKILL (which runs no clean-up there): on Linux the kernel sends SIGKILL
+    (`prctl(PR_SET_PDEATHSIG)`), elsewhere a thread polls the parent's pid."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    except (OSError, AttributeError):
+        def watch() -> None:
+            while os.getppid() == parent_pid:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
 
 
 def _build_shard_in_worker(shard: TokenizedShard) -> tuple[int, list[bytes], dict]:
     return (shard.shard_id, *build_shard(_BUILDER, shard))
-
-
-def _sha256(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-def _check_writable(output_dir: str) -> None:
-    try:
-        os.makedirs(output_dir, exist_ok=True)
-        with tempfile.TemporaryFile(dir=output_dir):
-            pass
-    except OSError as e:
-        raise PermissionError(f"--output_dir {output_dir} is not a writable directory: {e}") from None
 
 
 class _Sidecar:
@@ -301,35 +351,93 @@ class _Sidecar:
         self.path = path
         self.identity = identity
         self.shards: dict[str, dict] = {}
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                previous = json.load(f)
+        self.existed = kb_io.exists(path)
+        if self.existed:
+            try:
+                previous = kb_io.read_json(path)
+            except (OSError, ValueError, tf.errors.OpError) as e:
+                raise OutputError(
+                    f"{path!r} cannot be read ({e}); remove it and the part-*.tfrecord "
+                    "shards beside it, or choose another output directory.") from None
+            if not isinstance(previous, dict):
+                previous = {}
             differs = [key for key, value in identity.items() if previous.get(key) != value]
             if differs:
-                raise PretrainingDataError(
-                    f"{path} was written with different {', '.join(differs)}; its shards "
-                    "cannot be resumed. Use another --output_dir or delete the old files.")
+                raise OutputError(
+                    f"{path!r} was written with different {', '.join(differs)}; its shards "
+                    "cannot be resumed and would mix with new ones. Choose another output "
+                    "directory, or remove the old part-*.tfrecord shards and the sidecar.")
             self.shards = previous.get("shards", {})
         self._last_write = 0.0
 
     def is_done(self, output_dir: str, name: str) -> bool:
-        return name in self.shards and os.path.exists(os.path.join(output_dir, name))
+        return name in self.shards and kb_io.exists(os.path.join(output_dir, name))
 
     def write(self, input_stats: dict, complete: bool, force: bool = False) -> dict:
         if not force and time.monotonic() - self._last_write < _SIDECAR_INTERVAL_S:
             return {}
+        record = {**self.identity, "complete": complete, "input_stats": input_stats,
+                  "totals": self.totals(), "shards": dict(sorted(self.shards.items()))}
+        kb_io.write_json(self.path, record, indent=1, sort_keys=False)
+        self._last_write = time.monotonic()
+        return record
+
+    def totals(self) -> dict:
         totals: collections.Counter = collections.Counter()
         for counts in self.shards.values():
             totals.update(counts)
-        record = {**self.identity, "complete": complete, "input_stats": input_stats,
-                  "totals": dict(sorted(totals.items())),
-                  "shards": dict(sorted(self.shards.items()))}
-        temporary = temporary_path(self.path)
-        with open(temporary, "w", encoding="utf-8") as f:
-            json.dump(record, f, indent=1)
-        os.replace(temporary, self.path)
-        self._last_write = time.monotonic()
-        return record
+        return dict(sorted(totals.items()))
+
+
+def _check_output_directory(output_dir: str, sidecar: _Sidecar, shard_index: int,
+                            num_shards: int) -> None:
+    """Refuses a directory holding shards that no sidecar of this layout accounts for:
+    a `*.tfrecord` glob would feed them to training beside the new ones."""
+    if not kb_io.isdir(output_dir):
+        return
+    names = {name.rstrip("/") for name in kb_io.listdir(output_dir)}
+    strays = []
+    for name in sorted(names):
+        match = _SHARD_NAME.fullmatch(name)
+        if not match:
+            continue
+        owner = int(match.group(1)) % num_shards
+        if owner == shard_index:
+            if not sidecar.existed:
+                strays.append(name)
+        elif sidecar_file_name(owner, num_shards) not in names:
+            strays.append(name)
+    if strays:
+        example = ", ".join(strays[:3]) + (f" and {len(strays) - 3} more"
+                                           if len(strays) > 3 else "")
+        raise OutputError(
+            f"The output directory {output_dir!r} holds shards that no "
+            f"{sidecar_file_name(0, num_shards) if num_shards == 1 else 'sidecar'} of this "
+            f"run describes ({example}): old data, which training would read together with "
+            "the new shards. Remove them (with any pretraining_data*.json) or choose "
+            "another output directory.")
+
+
+def _remove_stale_temporaries(output_dir: str, shard_index: int, num_shards: int) -> None:
+    """Clears the hidden temporaries an interrupted run of this slice left (its shards'
+    and its sidecar's); other slices' machines may be writing theirs right now."""
+    own_sidecar = sidecar_file_name(shard_index, num_shards)
+
+    def owned(target: str) -> bool:
+        match = _SHARD_NAME.fullmatch(target)
+        if match:
+            return int(match.group(1)) % num_shards == shard_index
+        return target == own_sidecar
+
+    for path in kb_io.remove_stale_temporaries(output_dir, owned):
+        logger.info("Removed %s, left by an interrupted run.", path)
+
+
+def _check_count(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ArgumentError(f"{name} must be an integer >= {minimum}, got {value!r}.",
+                            field=name)
+    return int(value)
 
 
 def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, output_dir: str,
@@ -339,16 +447,28 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
                             num_shards: int = 1, progress: bool = True) -> dict:
     """Writes BERT pretraining TFRecord shards and their JSON sidecar into `output_dir`.
 
+    Everything that can fail on the arguments fails before any work. A rerun with the
+    same settings, vocab and inputs resumes (shards the sidecar lists are kept); it first
+    clears the hidden temporaries a killed run of this slice left. Worker processes end
+    with this process, however it ends.
+
+    Next sentence prediction needs other documents to draw random next segments from,
+    within each shard's pool (`shard_size_mb`); pairs that found none are never labelled
+    random (see `keras_bert.data.instances`) but counted (`nsp_actual_next_fallbacks`,
+    `nsp_dropped_chunks`, `nsp_single_document_shards` in the totals), and when they
+    are more than 1% of the pairs a warning on the `keras_bert` logger says that the
+    corpus has too few documents (a single document, or no blank lines between them).
+
     Args:
         inputs: comma-separated globs (or a list of them) of text files, plain or gzip,
-            one sentence a line and a blank line between documents; or a
-            `tf.data.Dataset` of scalar strings in that format (one document each, e.g. a
-            `tfds` text dataset mapped to its text).
+            local or any `tf.io.gfile` filesystem (gs://, ...), one sentence a line and a
+            blank line between documents; or a `tf.data.Dataset` of scalar strings in
+            that format (one document each, e.g. a `tfds` text dataset mapped to its text).
         output_dir: where the `part-NNNNN.tfrecord` shards and the sidecar go.
         vocab_file: the WordPiece vocab.txt.
         options: `PretrainingDataOptions`.
-        num_workers: processes building shards, this one included; 0 or 1 builds them
-            all in this process. By default the CPU count (workers are forked: they
+        num_workers: processes building shards, this one included (>= 1; 1 builds them
+            all in this process). By default the CPU count (workers are forked: they
             start at once).
         shard_index, num_shards: build only the shards `i` with
             `i % num_shards == shard_index`, for splitting the work across machines.
@@ -360,10 +480,13 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
         (files, lines and the bad input skipped).
 
     Raises:
-        FileNotFoundError: an input pattern or the vocab file does not exist.
-        PermissionError: `output_dir` cannot be written.
-        PretrainingDataError: bad options or vocab, or `output_dir` holds a run with
-            other settings (a ValueError).
+        ArgumentError: `num_workers`, `shard_index` or `num_shards` out of range.
+        InputNotFoundError: an input pattern matches no file (or names a directory), or
+            the vocab file does not exist (a FileNotFoundError).
+        VocabError: the vocab is malformed or lacks a special token.
+        OutputError: `output_dir` is a file or cannot be written, or it holds shards
+            that no sidecar of this run describes, or a sidecar of other settings.
+        DataError: the input gave no instance at all (nothing is left behind).
 
     Example:
 
@@ -372,48 +495,64 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
     >>> summary["totals"]["instances"]  # doctest: +SKIP
     51234
     """
-    if not 0 <= shard_index < num_shards:
-        raise PretrainingDataError(
-            f"--shard_index must be in [0, {num_shards}), got {shard_index}.")
     # Everything that can fail on the user's input fails here, before any work.
+    if not isinstance(options, PretrainingDataOptions):
+        raise ArgumentError(f"options must be a PretrainingDataOptions, got "
+                            f"{type(options).__name__}.", field="options")
+    num_shards = _check_count("num_shards", num_shards, 1)
+    shard_index = _check_count("shard_index", shard_index, 0)
+    if shard_index >= num_shards:
+        raise ArgumentError(f"shard_index must be in [0, {num_shards}) for num_shards="
+                            f"{num_shards}, got {shard_index}.", field="shard_index")
+    if num_workers is None:
+        num_workers = os.cpu_count() or 1
+    num_workers = _check_count("num_workers", num_workers, 1)
     if isinstance(inputs, tf.data.Dataset):
         files, input_record = None, "tf.data.Dataset"
     else:
-        files = documents_lib.expand_input_patterns(inputs)
-        input_record = [{"path": os.path.abspath(f), "bytes": os.path.getsize(f)} for f in files]
-    if num_workers is None:
-        num_workers = os.cpu_count() or 1
-    try:
-        vocab = load_vocab(vocab_file)
-    except ValueError as e:
-        raise PretrainingDataError(str(e)) from e
+        files = kb_io.expand_patterns(inputs, what="input file")
+        input_record = [{"path": f if kb_io.is_remote(f) else os.path.abspath(f),
+                         "bytes": kb_io.file_size(f)} for f in files]
+    vocab = load_vocab(vocab_file)
     missing = [t for t in SPECIAL_TOKENS if t not in vocab]
     if missing:
-        raise PretrainingDataError(
-            f"--vocab_file {vocab_file} lacks the special tokens {missing}.")
-    _check_writable(output_dir)
+        raise VocabError(f"the vocabulary lacks the special tokens {missing}, which "
+                         "pretraining data needs.", path=os.fspath(vocab_file))
+    output_dir = os.fspath(output_dir)
+    kb_io.check_writable(output_dir, kind="directory", what="output directory")
     identity = {
         "format_version": FORMAT_VERSION,
         "settings": {**dataclasses.asdict(options), "shard_index": shard_index,
                      "num_shards": num_shards},
-        "vocab": {"sha256": _sha256(vocab_file), "size": len(vocab)},
+        "vocab": {"sha256": kb_io.file_sha256(vocab_file), "size": len(vocab)},
         "inputs": input_record,
     }
     sidecar = _Sidecar(os.path.join(output_dir, sidecar_file_name(shard_index, num_shards)),
                        identity)
+    _check_output_directory(output_dir, sidecar, shard_index, num_shards)
+    created = not kb_io.isdir(output_dir)
+    kb_io.makedirs(output_dir)
+    _remove_stale_temporaries(output_dir, shard_index, num_shards)
 
     input_stats: collections.Counter = collections.Counter()
+    # Written before any shard: a shard on disk always has its sidecar beside it.
+    sidecar.write({}, complete=False, force=True)
     if files is None:
         lines = documents_lib.read_dataset_lines(inputs, input_stats)
     else:
         lines = itertools.chain.from_iterable(
             documents_lib.read_file_lines(f, input_stats) for f in files)
     chunks = documents_lib.chunk_documents(lines, int(options.shard_size_mb * 1e6), input_stats)
+    shards_seen = collections.Counter()  # all chunks, and this slice's
 
     def tasks():
         for shard_id, text_documents in enumerate(chunks):
+            shards_seen["all"] += 1
+            if shard_id % num_shards != shard_index:
+                continue
+            shards_seen["own"] += 1
             name = shard_file_name(shard_id)
-            if shard_id % num_shards == shard_index and not sidecar.is_done(output_dir, name):
+            if not sidecar.is_done(output_dir, name):
                 yield shard_id, text_documents, os.path.join(output_dir, name)
 
     bar = tqdm.tqdm(unit=" docs", disable=not progress, dynamic_ncols=True,
@@ -438,7 +577,73 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
         raise
     finally:
         bar.close()
+    totals = sidecar.totals()
+    if not totals.get("instances") and (shards_seen["own"] or not shards_seen["all"]):
+        _remove_run(output_dir, sidecar, created)
+        raise DataError(_no_instances_message(input_stats, totals, options))
+    if not shards_seen["own"]:
+        logger.warning(
+            "The input makes %d shards, none of them slice %d of %d (shards i with "
+            "i %% %d == %d): this slice wrote no data. Lower shard_size_mb or num_shards "
+            "to give every slice work.", shards_seen["all"], shard_index, num_shards,
+            num_shards, shard_index)
+    if options.next_sentence_prediction:
+        _warn_about_few_documents(totals)
     return sidecar.write(dict(sorted(input_stats.items())), complete=True, force=True)
+
+
+def _remove_run(output_dir: str, sidecar: _Sidecar, created: bool) -> None:
+    """Removes this run's shards, its sidecar and the directory if the run made it and
+    it is left empty."""
+    for name in sidecar.shards:
+        path = os.path.join(output_dir, name)
+        if kb_io.exists(path):
+            kb_io.remove(path)
+    if kb_io.exists(sidecar.path):
+        kb_io.remove(sidecar.path)
+    if created and not kb_io.is_remote(output_dir) and not os.listdir(output_dir):
+        os.rmdir(output_dir)
+
+
+def _no_instances_message(input_stats: collections.Counter, totals: dict,
+                          options: PretrainingDataOptions) -> str:
+    read = (f"{input_stats.get('files', 0)} files, {input_stats.get('lines', 0)} lines, "
+            f"{totals.get('documents', 0)} documents with text")
+    skipped = {k: v for k, v in input_stats.items()
+               if k in ("empty_files", "binary_files", "unreadable_files", "overlong_lines")
+               and v}
+    if skipped:
+        read += " (skipped: " + ", ".join(f"{k}={v}" for k, v in sorted(skipped.items())) + ")"
+    if totals.get("nsp_dropped_chunks"):
+        advice = ("every next-sentence pair needed a random next segment from another "
+                  "document, and the input has a single document: give more documents "
+                  "(one sentence a line, a blank line between documents) or set "
+                  "next_sentence_prediction=False")
+    elif not totals.get("documents"):
+        advice = ("the input holds no text: check that the input files are the plain or "
+                  "gzip text corpus (one sentence a line, a blank line between documents) "
+                  "and not empty")
+    else:
+        advice = (f"the input is too small for max_seq_length={options.max_seq_length}: "
+                  "give more text")
+    return f"No pretraining instances from the input ({read}): {advice}."
+
+
+def _warn_about_few_documents(totals: dict) -> None:
+    fallbacks = totals.get("nsp_actual_next_fallbacks", 0)
+    dropped = totals.get("nsp_dropped_chunks", 0)
+    pairs = totals.get("instances", 0) + dropped
+    if fallbacks + dropped <= _NSP_FALLBACK_WARNING_SHARE * pairs:
+        return
+    logger.warning(
+        "Too few documents for next sentence prediction: %d of %d sentence pairs should "
+        "have had a random next segment, but their shard's pool held no other document "
+        "(%d shards have a single document, %d documents in all), so %d became actual-next "
+        "pairs and %d were dropped; fewer NSP labels are 'random next' than BERT's 50%%. "
+        "Separate documents with a blank line (one sentence a line), give more documents, "
+        "raise shard_size_mb, or set next_sentence_prediction=False.",
+        fallbacks + dropped, pairs, totals.get("nsp_single_document_shards", 0),
+        totals.get("documents", 0), fallbacks, dropped)
 
 
 def _run(tasks: Iterator, num_workers: int, writer_args: tuple, on_done) -> None:
@@ -449,7 +654,8 @@ def _run(tasks: Iterator, num_workers: int, writer_args: tuple, on_done) -> None
     workers, or here when each worker already has two shards waiting (which also keeps
     memory flat). The workers are forked once the tokenizer is built, so they start at
     once and share its tables; they use no TensorFlow (its runtime does not survive a
-    fork). Where fork is not available, everything runs here.
+    fork) and end with this process, even when it is killed (`_die_with_parent`).
+    Where fork is not available, everything runs here.
     """
     writer = ShardWriter(*writer_args)
     if "fork" not in multiprocessing.get_all_start_methods():
@@ -460,14 +666,18 @@ def _run(tasks: Iterator, num_workers: int, writer_args: tuple, on_done) -> None
         # (making private copies of their pages); frozen objects it leaves alone.
         gc.freeze()
     pool = ProcessPoolExecutor(num_forked, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_init_worker, initargs=(writer.builder,)
+                               initializer=_init_worker, initargs=(writer.builder, os.getpid())
                                ) if num_forked > 0 else None
     in_flight: dict = {}  # future -> the shard's path
 
+    def write(shard_id: int, path: str, records: list[bytes], stats: dict) -> None:
+        write_tfrecord(path, records)
+        # Lets the reader name a shard truncated later (`tfrecords.check_shard_sizes`).
+        on_done(shard_id, {**stats, "file_bytes": kb_io.file_size(path)})
+
     def finish(future) -> None:
         shard_id, records, stats = future.result()
-        write_tfrecord(in_flight.pop(future), records)
-        on_done(shard_id, stats)
+        write(shard_id, in_flight.pop(future), records, stats)
 
     try:
         for shard_id, text_documents, path in tasks:
@@ -477,9 +687,7 @@ def _run(tasks: Iterator, num_workers: int, writer_args: tuple, on_done) -> None
             if pool is not None and len(in_flight) < 2 * num_forked:
                 in_flight[pool.submit(_build_shard_in_worker, shard)] = path
             else:
-                records, stats = build_shard(writer.builder, shard)
-                write_tfrecord(path, records)
-                on_done(shard_id, stats)
+                write(shard_id, path, *build_shard(writer.builder, shard))
         for future in as_completed(list(in_flight)):
             finish(future)
     except BaseException:

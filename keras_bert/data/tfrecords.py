@@ -5,25 +5,45 @@ The schema is google-research/bert's, feature for feature: int64 `input_ids`,
 `input_mask`, `segment_ids` ([max_seq_length]), int64 `masked_lm_positions`,
 `masked_lm_ids` and float `masked_lm_weights` ([max_predictions_per_seq], zero-padded),
 int64 `next_sentence_labels` ([1], 1 = random next). Files for dynamic masking hold the
-unmasked `input_ids` and leave out the three `masked_lm_*` features.
+unmasked `input_ids` and leave out the three `masked_lm_*` features. `PRETRAINING_SCHEMA`
+states it once; `feature_spec` is its parsing spec.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
 
+from keras_bert import io as kb_io
 from keras_bert.data.masking import MaskedLmMasker
+from keras_bert.errors import ArgumentError, DataError
 
+# google-research/bert's pretraining example: feature -> (the `tf.train.Feature` list it
+# is, its width): "max_seq_length", "max_predictions_per_seq" or a number.
+PRETRAINING_SCHEMA: dict[str, tuple[str, str | int]] = {
+    "input_ids": ("int64_list", "max_seq_length"),
+    "input_mask": ("int64_list", "max_seq_length"),
+    "segment_ids": ("int64_list", "max_seq_length"),
+    "masked_lm_positions": ("int64_list", "max_predictions_per_seq"),
+    "masked_lm_ids": ("int64_list", "max_predictions_per_seq"),
+    "masked_lm_weights": ("float_list", "max_predictions_per_seq"),
+    "next_sentence_labels": ("int64_list", 1),
+}
+# The features that files for dynamic masking leave out.
 MASKED_LM_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+_DTYPES = {"int64_list": tf.int64, "float_list": tf.float32}
+# The JSON sidecars `create_pretraining_data` writes beside the shards.
+SIDECAR_PATTERN = "pretraining_data*.json"
 
 
 def feature_spec(max_seq_length: int, max_predictions_per_seq: int | None = None
                  ) -> dict[str, tf.io.FixedLenFeature]:
-    """The parsing spec of a pretraining example, in the original's feature order.
+    """The parsing spec of a pretraining example (`PRETRAINING_SCHEMA`), in the
+    original's feature order.
 
     Args:
         max_seq_length: the length of `input_ids`, `input_mask` and `segment_ids`.
@@ -38,14 +58,11 @@ def feature_spec(max_seq_length: int, max_predictions_per_seq: int | None = None
     >>> list(feature_spec(128))
     ['input_ids', 'input_mask', 'segment_ids', 'next_sentence_labels']
     """
-    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
-            for name in ("input_ids", "input_mask", "segment_ids")}
-    if max_predictions_per_seq is not None:
-        spec["masked_lm_positions"] = tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
-        spec["masked_lm_ids"] = tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
-        spec["masked_lm_weights"] = tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32)
-    spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
-    return spec
+    widths = {"max_seq_length": max_seq_length,
+              "max_predictions_per_seq": max_predictions_per_seq}
+    return {name: tf.io.FixedLenFeature([widths.get(width, width)], _DTYPES[kind])
+            for name, (kind, width) in PRETRAINING_SCHEMA.items()
+            if max_predictions_per_seq is not None or name not in MASKED_LM_FEATURES}
 
 
 def serialize_examples(features: Mapping[str, np.ndarray]) -> list[bytes]:
@@ -200,9 +217,10 @@ def _encode_varint(value: int) -> bytes:
 
 
 def write_tfrecord(path: str | os.PathLike, records) -> None:
-    """Writes serialized records to `path` all or nothing: into a hidden temporary file
-    beside it, renamed over `path` only once complete (and removed on an error; a killed
-    process leaves at most that hidden file, which the next write replaces).
+    """Writes serialized records to `path` all or nothing (`keras_bert.io.atomic_path`):
+    into a hidden temporary file beside it, renamed over `path` only once complete and
+    removed on an error; a killed process leaves at most that hidden file, which no
+    `*.tfrecord` glob matches and `keras_bert.io.remove_stale_temporaries` clears.
 
     Example:
 
@@ -212,29 +230,9 @@ def write_tfrecord(path: str | os.PathLike, records) -> None:
     >>> [r.numpy() for r in tf.data.TFRecordDataset(path)]
     [b'a', b'b']
     """
-    path = os.fspath(path)
-    temporary = temporary_path(path)
-    try:
-        with tf.io.TFRecordWriter(temporary) as writer:
-            for record in records:
-                writer.write(record)
-    except BaseException:
-        os.remove(temporary)
-        raise
-    os.replace(temporary, path)
-
-
-def temporary_path(path: str) -> str:
-    """The hidden name a file is written under before it is complete (never matches a
-    `*.tfrecord` glob).
-
-    Example:
-
-    >>> temporary_path("/data/part-00001.tfrecord")
-    '/data/.part-00001.tfrecord.tmp'
-    """
-    directory, name = os.path.split(path)
-    return os.path.join(directory, f".{name}.tmp")
+    with kb_io.atomic_path(path) as temporary, tf.io.TFRecordWriter(temporary) as writer:
+        for record in records:
+            writer.write(record)
 
 
 def pretraining_dataset(file_pattern: str | Sequence[str], batch_size: int, *,
@@ -248,8 +246,8 @@ def pretraining_dataset(file_pattern: str | Sequence[str], batch_size: int, *,
 
     Interleaves the shards, shuffles records (training), batches (with `drop_remainder`
     for static shapes), parses each batch in one vectorized op and prefetches. With a
-    `masker` the files must hold unmasked instances (`--dynamic_masking`) and every batch
-    is masked in graph with fresh randomness, so each epoch sees new masks.
+    `masker` the files must hold unmasked instances (`dynamic_masking=True`) and every
+    batch is masked in graph with fresh randomness, so each epoch sees new masks.
 
     Args:
         file_pattern: a glob, a comma-separated list of globs or a list of files.
@@ -273,6 +271,11 @@ def pretraining_dataset(file_pattern: str | Sequence[str], batch_size: int, *,
         `masked_lm_positions`, `masked_lm_ids` and float32 `masked_lm_weights` [batch,
         max_predictions_per_seq]; int32 `next_sentence_labels` [batch, 1].
 
+    Raises:
+        InputNotFoundError: a pattern matches no file (or names a directory).
+        DataError: a shard's size differs from the one its sidecar records
+            (`check_shard_sizes`).
+
     Example:
 
     >>> ds = pretraining_dataset("/data/pretraining/*.tfrecord", 32, max_seq_length=128,
@@ -280,7 +283,8 @@ def pretraining_dataset(file_pattern: str | Sequence[str], batch_size: int, *,
     >>> next(iter(ds))["input_word_ids"].shape  # doctest: +SKIP
     TensorShape([32, 128])
     """
-    files = _match_files(file_pattern)
+    files = kb_io.expand_patterns(file_pattern, what="pretraining TFRecord")
+    check_shard_sizes(files)
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if input_context is not None and input_context.num_input_pipelines > 1:
         dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
@@ -313,8 +317,10 @@ def pretraining_dataset(file_pattern: str | Sequence[str], batch_size: int, *,
     dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
     if masker is not None:
         if masker.max_predictions_per_seq != max_predictions_per_seq:
-            raise ValueError(f"The masker predicts {masker.max_predictions_per_seq} tokens per "
-                             f"sequence but max_predictions_per_seq={max_predictions_per_seq}.")
+            raise ArgumentError(
+                f"The masker predicts {masker.max_predictions_per_seq} tokens per sequence "
+                f"but max_predictions_per_seq={max_predictions_per_seq}.",
+                field="max_predictions_per_seq")
         seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True).batch(2)
         if skip_batches:
             seeds = seeds.skip(skip_batches)
@@ -327,12 +333,55 @@ def pretraining_dataset(file_pattern: str | Sequence[str], batch_size: int, *,
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def _match_files(file_pattern: str | Sequence[str]) -> list[str]:
-    patterns = file_pattern.split(",") if isinstance(file_pattern, str) else list(file_pattern)
-    files = []
-    for pattern in patterns:
-        matched = sorted(tf.io.gfile.glob(pattern))
-        if not matched:
-            raise FileNotFoundError(f"No files match {pattern!r}.")
-        files.extend(matched)
-    return files
+def check_shard_sizes(files: Sequence[str]) -> None:
+    """Raises `DataError` naming a shard whose size differs from the one the sidecar
+    beside it recorded (a truncated copy or an interrupted download would otherwise
+    fail mid-training with TensorFlow's "truncated record", which names no file).
+
+    Costs a directory listing per directory and a size per file; files without a
+    sidecar entry (written by other tools or older versions) are not checked.
+
+    Example:
+
+    >>> import tempfile, json
+    >>> directory = tempfile.mkdtemp()
+    >>> path = os.path.join(directory, "part-00000.tfrecord")
+    >>> write_tfrecord(path, [b"a", b"b"])
+    >>> kb_io.write_json(os.path.join(directory, "pretraining_data.json"),
+    ...                  {"shards": {"part-00000.tfrecord": {"file_bytes": 99}}})
+    >>> check_shard_sizes([path])
+    Traceback (most recent call last):
+    ...
+    keras_bert.errors.DataError: .../part-00000.tfrecord: has 34 bytes, but ...
+    """
+    by_directory: dict[str, list[str]] = {}
+    for path in files:
+        by_directory.setdefault(os.path.dirname(path), []).append(path)
+    for directory, paths in by_directory.items():
+        recorded: dict[str, tuple[str, int]] = {}
+        try:
+            names = kb_io.listdir(directory or ".")
+        except (OSError, tf.errors.OpError):
+            continue
+        for name in sorted(n.rstrip("/") for n in names):
+            if not fnmatch.fnmatch(name, SIDECAR_PATTERN):
+                continue
+            try:
+                sidecar = kb_io.read_json(os.path.join(directory, name))
+                shards = sidecar.get("shards", {}) if isinstance(sidecar, dict) else {}
+            except (OSError, ValueError, tf.errors.OpError):
+                continue  # an unreadable sidecar: the training checks report it
+            for shard, counts in shards.items():
+                if isinstance(counts, dict) and isinstance(counts.get("file_bytes"), int):
+                    recorded[shard] = (name, counts["file_bytes"])
+        for path in paths:
+            name = os.path.basename(path)
+            if name not in recorded:
+                continue
+            sidecar_name, expected = recorded[name]
+            size = kb_io.file_size(path)
+            if size != expected:
+                raise DataError(
+                    f"has {size} bytes, but {sidecar_name} beside it records {expected}: the "
+                    "shard is truncated (an interrupted copy or download?) or was replaced; "
+                    "copy it again or recreate the pretraining data.", path=path)

@@ -15,10 +15,10 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-# Variables whose name contains one of these get no weight decay: the LayerNorm scale and
-# offset (Keras names them gamma/beta) and every bias, the masked-LM output bias included.
-# google-research/bert excludes "LayerNorm", "layer_norm" and "bias" the same way.
-WEIGHT_DECAY_EXCLUDED = ("gamma", "beta", "bias")
+# Variables whose name contains one of these get no weight decay (LayerNorm gamma/beta
+# and biases); defined with the task models, whose default `compile` uses it too.
+from keras_bert.models import WEIGHT_DECAY_EXCLUDED
+
 OPTIMIZERS = ("adamw", "lamb")
 
 

@@ -159,7 +159,7 @@ def finish_process(process, timeout, expected_code=0):
 def main(argv):
     """Runs one `Pretraining` from a JSON spec and saves every local replica's weights.
 
-    Used as `python tests/test_training_support.py SPEC.json`: the spec holds
+    Used as `python tests/training_support.py SPEC.json`: the spec holds
     `input_file`, `output_dir`, `config`, `options` (PretrainingOptions fields),
     `strategy`, optional `logical_cpus` (split the CPU into that many devices first),
     `deterministic` (op determinism) and `weights_out` (an .npz path).

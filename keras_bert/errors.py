@@ -1,0 +1,72 @@
+"""keras_bert's exceptions: what went wrong, named by the thing that was wrong.
+
+Library functions raise these with messages that name fields, files and lines (never
+command-line flags); the `keras-bert` command maps them to exit codes: a subclass of
+`UserInputError` is a user's mistake (exit 2, one line on stderr), anything else is a
+failure (exit 1). Each class also derives from the builtin a caller would expect
+(`ValueError`, `FileNotFoundError`, ...), so `except ValueError` keeps working.
+
+Example:
+
+>>> try:
+...     raise DataError("line 3 has 2 columns, expected 3", path="dev.tsv", line=3)
+... except ValueError as e:
+...     print(e)
+dev.tsv:3: line 3 has 2 columns, expected 3
+"""
+
+from __future__ import annotations
+
+
+class KerasBertError(Exception):
+    """Base class of every error keras_bert raises on purpose."""
+
+
+class UserInputError(KerasBertError):
+    """A mistake in what the user gave (an argument, a file, a combination of them) that
+    the user can fix; the message says what was wrong and what to do."""
+
+
+class ArgumentError(UserInputError, ValueError):
+    """An argument or option value is out of range or does not fit the others.
+
+    `field` names it as the library calls it (`batch_size`, not `--batch_size`).
+    """
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+class DataError(UserInputError, ValueError):
+    """Input data is malformed: a row, a record, a JSON field. `path` and `line` (1-based)
+    locate it when known and prefix the message."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None):
+        self.path, self.line = path, line
+        where = path if line is None else f"{path}:{line}"
+        super().__init__(f"{where}: {message}" if path else message)
+
+
+class VocabError(DataError):
+    """A vocabulary file is malformed (duplicates, missing special tokens) or does not
+    belong to the model or data it is used with."""
+
+
+class CheckpointError(UserInputError, ValueError):
+    """A checkpoint is unreadable or does not fit the model (a missing or mis-shaped
+    variable, a config without a required field, a vocab of another size)."""
+
+
+class MismatchError(UserInputError, ValueError):
+    """Two inputs that must agree do not (a vocab and a checkpoint, TFRecords and a
+    config, a run directory and new settings); the message names both."""
+
+
+class InputNotFoundError(UserInputError, FileNotFoundError):
+    """A named input (file, directory, pattern) does not exist or is of the wrong kind."""
+
+
+class OutputError(UserInputError, OSError):
+    """An output location cannot be used: not writable, a file where a directory is
+    needed, or already holding something that must not be overwritten."""

@@ -1,0 +1,363 @@
+"""File plumbing shared by every stage: pattern expansion, atomic writes, JSON, checksums.
+
+This is the bottom of the package: it imports no model, data or training code. Local
+paths go through `os` (fast, and safe in forked worker processes); paths with a scheme
+(`gs://`, `ram://`, `s3://`, ...) go through `tf.io.gfile`, so every reader and writer
+accepts whatever filesystems TensorFlow has.
+
+Everything written here is all or nothing: it goes to a hidden temporary name beside the
+target (`.NAME.tmp-XXXXXXXX`) and is renamed into place once complete; an error removes
+the temporary, and a killed process leaves at most such a hidden file, which
+`remove_stale_temporaries` clears and which no `*.ext` glob matches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+
+from keras_bert.errors import InputNotFoundError, OutputError
+
+_TEMPORARY_MARK = ".tmp-"
+
+
+def is_remote(path: str | os.PathLike) -> bool:
+    """Whether `path` names a non-local filesystem (has a scheme such as `gs://`).
+
+    Example:
+
+    >>> is_remote("gs://bucket/x"), is_remote("/data/x"), is_remote("ram://x")
+    (True, False, True)
+    """
+    return "://" in os.fspath(path)
+
+
+def _gfile():
+    import tensorflow as tf  # only for remote filesystems
+
+    return tf.io.gfile
+
+
+def exists(path: str) -> bool:
+    return _gfile().exists(path) if is_remote(path) else os.path.exists(path)
+
+
+def isdir(path: str) -> bool:
+    return _gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
+
+
+def makedirs(path: str) -> None:
+    if is_remote(path):
+        _gfile().makedirs(path)
+    else:
+        os.makedirs(path, exist_ok=True)
+
+
+def listdir(path: str) -> list[str]:
+    return _gfile().listdir(path) if is_remote(path) else os.listdir(path)
+
+
+def remove(path: str) -> None:
+    if is_remote(path):
+        _gfile().remove(path)
+    else:
+        os.remove(path)
+
+
+def file_size(path: str) -> int:
+    """The size of a local or remote file in bytes."""
+    return _gfile().stat(path).length if is_remote(path) else os.path.getsize(path)
+
+
+def rename(source: str, target: str) -> None:
+    """Renames `source` over `target` (atomic on local filesystems)."""
+    if is_remote(source):
+        _gfile().rename(source, target, overwrite=True)
+    else:
+        os.replace(source, target)
+
+
+def open_file(path: str, mode: str = "r"):
+    """Opens a local or remote file (`mode` as for `open`; text is UTF-8)."""
+    if is_remote(path):
+        return _gfile().GFile(path, mode)
+    return open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+
+
+def expand_patterns(patterns: str | os.PathLike | Iterable[str], what: str = "input file"
+                    ) -> list[str]:
+    """The files matching comma-separated globs (or a list of globs), local or remote.
+
+    Files come in pattern order, sorted within a pattern, without repeats; directories
+    matched by a glob are left out. Before any work is done, raises
+    `InputNotFoundError` naming a pattern that matches no file, a pattern that names a
+    directory (with the glob to use instead), or an empty list; `what` names the input
+    in those messages.
+
+    Example:
+
+    >>> import pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for name in ("b.txt", "a.txt"):
+    ...     _ = (root / name).write_text("one sentence.\\n")
+    >>> [os.path.basename(f) for f in expand_patterns(f"{root}/*.txt,{root}/a.txt")]
+    ['a.txt', 'b.txt']
+    >>> expand_patterns(f"{root}/*.csv", what="corpus")
+    Traceback (most recent call last):
+    ...
+    keras_bert.errors.InputNotFoundError: corpus pattern '.../*.csv' matches no file.
+    """
+    if isinstance(patterns, (str, os.PathLike)):
+        patterns = os.fspath(patterns).split(",")
+    files: dict[str, None] = {}  # ordered, without repeats
+    for pattern in (os.fspath(p).strip() for p in patterns):
+        if not pattern:
+            continue
+        if is_remote(pattern):
+            gfile = _gfile()
+            matched = [f for f in gfile.glob(pattern) if not gfile.isdir(f)]
+        else:
+            pattern = os.path.expanduser(pattern)
+            import glob
+
+            matched = [f for f in glob.glob(pattern) if not os.path.isdir(f)]
+        if not matched:
+            if isdir(pattern):
+                raise InputNotFoundError(
+                    f"{what} {pattern!r} is a directory; name its files, e.g. "
+                    f"{os.path.join(pattern, '*')!r}.")
+            raise InputNotFoundError(f"{what} pattern {pattern!r} matches no file.")
+        files.update(dict.fromkeys(sorted(matched)))
+    if not files:
+        raise InputNotFoundError(f"no {what} given.")
+    return list(files)
+
+
+def temporary_path(path: str) -> str:
+    """A fresh hidden name beside `path` to write it under until it is complete.
+
+    Example:
+
+    >>> temporary_path("/data/part-00001.tfrecord")  # doctest: +ELLIPSIS
+    '/data/.part-00001.tfrecord.tmp-...'
+    """
+    path = os.fspath(path)
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}{_TEMPORARY_MARK}{uuid.uuid4().hex[:8]}")
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file name is one `temporary_path` makes (or an older `.NAME.tmp`)."""
+    name = os.path.basename(name)
+    return name.startswith(".") and (_TEMPORARY_MARK in name or name.endswith(".tmp"))
+
+
+def temporary_target(name: str) -> str | None:
+    """The name of the file a temporary stands for; None if `name` is no temporary.
+
+    Example:
+
+    >>> temporary_target(".part-00001.tfrecord.tmp-1a2b3c4d"), temporary_target(".x.tmp")
+    ('part-00001.tfrecord', 'x')
+    """
+    name = os.path.basename(name.rstrip("/"))
+    if not is_temporary(name):
+        return None
+    body = name[1:]
+    return body[:body.rindex(_TEMPORARY_MARK)] if _TEMPORARY_MARK in body else body[:-4]
+
+
+def remove_stale_temporaries(directory: str, owned: Callable[[str], bool] | None = None
+                             ) -> list[str]:
+    """Removes the hidden temporaries an interrupted writer left in `directory` (files
+    and directories); returns their paths. Only call it when no other writer is at work
+    in `directory`, or pass `owned`: a test of the target's name (`temporary_target`)
+    that keeps the temporaries of files other writers may be writing right now."""
+    if not isdir(directory):
+        return []
+    removed = []
+    for name in listdir(directory):
+        name = name.rstrip("/")
+        if not is_temporary(name):
+            continue
+        if owned is not None and not owned(temporary_target(name)):
+            continue
+        path = os.path.join(directory, name)
+        if is_remote(path):
+            gfile = _gfile()
+            (gfile.rmtree if gfile.isdir(path) else gfile.remove)(path)
+        elif os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.remove(path)
+        removed.append(path)
+    return removed
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[str]:
+    """Yields a temporary path to write `path`'s content to; on success it is renamed
+    over `path`, on an error removed. Use it with writers that take a path
+    (`tf.io.TFRecordWriter`, `np.save`, `model.save`).
+
+    Example:
+
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.txt")
+    >>> with atomic_path(path) as tmp:
+    ...     _ = open(tmp, "w").write("done")
+    >>> open(path).read()
+    'done'
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(path)
+    if directory:
+        makedirs(directory)
+    temporary = temporary_path(path)
+    try:
+        yield temporary
+        rename(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            if exists(temporary):
+                remove(temporary)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "w"):
+    """Opens a file object whose content replaces `path` only once it is closed without
+    an error (`mode` "w" for UTF-8 text or "wb").
+
+    Example:
+
+    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> with atomic_write(path) as f:
+    ...     _ = f.write("[PAD]\\n")
+    >>> open(path).read()
+    '[PAD]\\n'
+    """
+    with atomic_path(path) as temporary, open_file(temporary, mode) as f:
+        yield f
+
+
+def write_json(path: str | os.PathLike, data, indent: int = 2, sort_keys: bool = True) -> None:
+    """Writes `data` as JSON to `path`, atomically.
+
+    Example:
+
+    >>> path = os.path.join(tempfile.mkdtemp(), "metrics.json")
+    >>> write_json(path, {"step": 10})
+    >>> read_json(path)
+    {'step': 10}
+    """
+    with atomic_write(path) as f:
+        json.dump(data, f, indent=indent, sort_keys=sort_keys)
+        f.write("\n")
+
+
+def read_json(path: str | os.PathLike):
+    """Reads a JSON file (local or remote)."""
+    with open_file(os.fspath(path)) as f:
+        return json.load(f)
+
+
+def atomic_directory(directory: str | os.PathLike, write: Callable[[str], None],
+                     overwrite: bool = False) -> None:
+    """Creates `directory` by calling `write(temporary_directory)` and renaming the
+    result into place, so an interrupted write never leaves a half-written directory.
+
+    A non-empty `directory` is an `OutputError` unless `overwrite=True`, which replaces
+    it only once the new content is complete (the old one is restored if `write`
+    fails). Local paths only.
+
+    Example:
+
+    >>> target = os.path.join(tempfile.mkdtemp(), "model")
+    >>> atomic_directory(target, lambda tmp: open(os.path.join(tmp, "a"), "w").close())
+    >>> os.listdir(target)
+    ['a']
+    """
+    directory = os.path.abspath(os.fspath(directory))
+    parent = os.path.dirname(directory)
+    check_writable(directory, kind="directory")
+    os.makedirs(parent, exist_ok=True)
+    if os.path.isdir(directory) and os.listdir(directory) and not overwrite:
+        raise OutputError(f"{directory!r} exists and is not empty; choose a new directory, "
+                          "remove it first, or overwrite it.")
+    name = os.path.basename(directory)
+    tmp = tempfile.mkdtemp(prefix=f".{name}{_TEMPORARY_MARK}", dir=parent)
+    old = None
+    try:
+        write(tmp)
+        if os.path.isdir(directory):
+            if os.listdir(directory):
+                # Move the old content aside first: a directory cannot be renamed over a
+                # non-empty one, and it must survive until the new one is in place.
+                old = tempfile.mkdtemp(prefix=f".{name}.old{_TEMPORARY_MARK}", dir=parent)
+                os.replace(directory, os.path.join(old, "previous"))
+            else:
+                os.rmdir(directory)
+        os.replace(tmp, directory)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not os.path.exists(directory):
+            os.replace(os.path.join(old, "previous"), directory)
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def check_writable(path: str | os.PathLike, kind: str = "file", what: str | None = None
+                   ) -> None:
+    """Raises `OutputError` before any work if `path` cannot be written as a `kind`
+    ("file" or "directory"): a directory where a file is wanted (or the reverse), or a
+    location whose nearest existing parent is not a writable directory. Creates nothing.
+    Remote paths are not checked (their permissions show only on write).
+
+    Example:
+
+    >>> check_writable(tempfile.mkdtemp(), kind="file", what="output")
+    Traceback (most recent call last):
+    ...
+    keras_bert.errors.OutputError: output '...' is a directory; give a file path.
+    """
+    path = os.fspath(path)
+    label = f"{what} {path!r}" if what else repr(path)
+    if is_remote(path):
+        return
+    path = os.path.abspath(path)
+    if kind == "file" and os.path.isdir(path):
+        raise OutputError(f"{label} is a directory; give a file path.")
+    if kind == "directory" and os.path.exists(path) and not os.path.isdir(path):
+        raise OutputError(f"{label} is a file; give a directory path.")
+    existing = path if os.path.isdir(path) else os.path.dirname(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise OutputError(f"{label} cannot be created: {existing!r} is a file.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputError(f"{label} cannot be written: {existing!r} is not writable.")
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The hex SHA-256 of a file's bytes (local or remote), read in chunks.
+
+    Example:
+
+    >>> path = os.path.join(tempfile.mkdtemp(), "v.txt")
+    >>> _ = open(path, "w").write("[PAD]\\n")
+    >>> file_sha256(path)[:12]
+    'cd66c3d348c7'
+    """
+    digest = hashlib.sha256()
+    with open_file(os.fspath(path), "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -1,0 +1,414 @@
+"""GLUE (paper §4.1): the nine tasks read from the TSV files of the GLUE benchmark
+download, classified from [CLS] by `BertClassifier`, scored with the official metrics
+and written in GLUE's submission format.
+
+Data layout: one directory per task (`CoLA`, `SST-2`, `MRPC`, `STS-B`, `QQP`, `MNLI`,
+`QNLI`, `RTE`, `WNLI`) holding `train.tsv`, `dev.tsv` and `test.tsv` (MNLI:
+`dev_matched.tsv`, `dev_mismatched.tsv`, `test_matched.tsv`, `test_mismatched.tsv`).
+Fields are separated by tabs with no quoting (quote characters are ordinary text, as
+csv.QUOTE_NONE reads them; GLUE's sentences hold unbalanced quotes). Columns are found
+by the header's names; CoLA's train/dev files alone have no header (source, label,
+original mark, sentence). Labels are those of google-research/bert's run_classifier.py.
+
+`GLUE_TASKS` maps each task name ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli",
+"qnli", "rte", "wnli") to its `GlueTask`.
+"""
+
+from __future__ import annotations
+
+import codecs
+import dataclasses
+import os
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert import io
+from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
+from keras_bert.metrics import GLUE_METRIC_NAMES, glue_metrics
+from keras_bert.models import BertClassifier
+from keras_bert.preprocessing import pack_inputs
+from keras_bert.tasks.base import INPUT_NAMES, Features, FeatureSettings, Task
+
+_TOKENIZE_BATCH = 8192  # examples tokenized per call: bounds the memory of huge splits
+
+
+def read_lines(path: str) -> Iterator[tuple[int, str]]:
+    """Yields `(line number, text)` of a UTF-8 text file (1-based numbers, a leading
+    BOM and each line's end, "\\n" or "\\r\\n", removed). Only "\\n" ends a line, so
+    other Unicode line separators stay inside the text as they are in the data.
+
+    Raises `InputNotFoundError` for a missing file and `DataError` naming the line of
+    bytes that are not UTF-8.
+    """
+    if not io.exists(path) or io.isdir(path):
+        raise InputNotFoundError(f"{path}: no such file.")
+    with io.open_file(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8):]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(f"not UTF-8 text ({e.reason} at byte {e.start}).",
+                                path=path, line=number) from None
+            yield number, text.removesuffix("\n").removesuffix("\r")
+
+
+def encode_text_segments(tokenizer, segments: Sequence[Sequence[str]], seq_length: int
+                         ) -> dict[str, np.ndarray]:
+    """Tokenizes one or two lists of texts in batches of TF ops and packs each example
+    as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` (google-research/bert's longest-first
+    truncation), padded to `seq_length`.
+
+    Args:
+        tokenizer: a `BertTokenizer`.
+        segments: one or two equally long lists of strings.
+        seq_length: tokens per sequence, special tokens included.
+
+    Returns:
+        `INPUT_NAMES` -> int32 arrays [n, seq_length].
+
+    Example:
+
+    >>> from keras_bert.tokenization import BertTokenizer
+    >>> tok = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
+    >>> out = encode_text_segments(tok, [["a b"], ["b"]], seq_length=7)
+    >>> out["input_word_ids"].tolist(), out["input_type_ids"].tolist()
+    ([[2, 5, 6, 3, 6, 3, 0]], [[0, 0, 0, 0, 1, 1, 0]])
+    """
+    count = len(segments[0])
+    if any(len(s) != count for s in segments):
+        raise ArgumentError(f"Segments differ in length: {[len(s) for s in segments]}.")
+    parts = []
+    for start in range(0, count, _TOKENIZE_BATCH):
+        ids = [tokenizer.tokenize(tf.constant(list(s[start:start + _TOKENIZE_BATCH]),
+                                              dtype=tf.string)) for s in segments]
+        packed = pack_inputs(ids, seq_length, cls_id=tokenizer.cls_id,
+                             sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id)
+        parts.append({k: v.numpy() for k, v in packed.items()})
+    if not parts:
+        return {k: np.zeros((0, seq_length), np.int32) for k in INPUT_NAMES}
+    return {k: np.concatenate([p[k] for p in parts]) for k in INPUT_NAMES}
+
+
+def as_numpy_outputs(outputs) -> np.ndarray:
+    """`model.predict` outputs as one numpy array: a `tf.RaggedTensor` (what Keras
+    returns when batches were cut to different lengths) is padded with zeros."""
+    if hasattr(outputs, "to_tensor"):
+        outputs = outputs.to_tensor()
+    if hasattr(outputs, "numpy"):
+        outputs = outputs.numpy()
+    return np.asarray(outputs)
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueExample:
+    """One row of a GLUE file.
+
+    Attributes:
+        guid: the row's id: its `index` (or QQP `id`) column, else its 0-based row
+            number in the file. Submission files are keyed by it.
+        text_a: the first sentence.
+        text_b: the second sentence of a pair task, else None.
+        label: the label string ("entailment", "1", ...), the STS-B score as a float,
+            or None for unlabelled data.
+    """
+
+    guid: str
+    text_a: str
+    text_b: str | None
+    label: str | float | None = None
+
+
+class GlueTask(Task):
+    """One GLUE task: reading its TSVs, features, `BertClassifier`, decoding, metrics
+    and the submission file.
+
+    Args:
+        name: the task name ("mnli", ...).
+        directory: its directory in the GLUE download ("MNLI", ...).
+        labels: the label strings in class-index order, or None for regression
+            (STS-B, one output).
+        text_columns: header names of the one or two text columns.
+        label_column: header name of the label column.
+        headerless_columns: the column names of train/dev files that have no header
+            (CoLA), else None.
+        dev_splits: the evaluation splits.
+        test_splits: the unlabelled test splits.
+        submission_names: the GLUE submission file name for each test split.
+
+    Example:
+
+    >>> task = GLUE_TASKS["rte"]
+    >>> task.labels, task.metric_names, task.main_metric
+    (('entailment', 'not_entailment'), ('accuracy',), 'accuracy')
+    """
+
+    family = "glue"
+
+    def __init__(self, name: str, directory: str, labels: Sequence[str] | None,
+                 text_columns: Sequence[str], label_column: str,
+                 headerless_columns: Sequence[str] | None = None,
+                 dev_splits: Sequence[str] = ("dev",), test_splits: Sequence[str] = ("test",),
+                 submission_names: Sequence[str] | None = None):
+        self.name = name
+        self.directory = directory
+        self.labels = None if labels is None else tuple(labels)
+        self.text_columns = tuple(text_columns)
+        self.label_column = label_column
+        self.headerless_columns = (None if headerless_columns is None
+                                   else tuple(headerless_columns))
+        self.dev_splits = tuple(dev_splits)
+        self.test_splits = tuple(test_splits)
+        self.submission_names = tuple(submission_names or (f"{directory}.tsv",))
+        self.metric_names = GLUE_METRIC_NAMES[name]
+        self.main_metric = {"mrpc": "f1", "qqp": "f1", "stsb": "spearmanr",
+                            "cola": "matthews_corrcoef"}.get(name, "accuracy")
+
+    def __repr__(self):
+        return f"GlueTask({self.name!r})"
+
+    @property
+    def is_regression(self) -> bool:
+        return self.labels is None
+
+    @property
+    def num_classes(self) -> int:
+        """Model outputs: the number of labels, 1 for regression."""
+        return 1 if self.labels is None else len(self.labels)
+
+    # --- files ----------------------------------------------------------------------
+    def split_path(self, data_dir: str, split: str) -> str:
+        """`data_dir/<split>.tsv`, or `data_dir/<task directory>/<split>.tsv` when
+        `data_dir` is the root of the GLUE download (it holds the task's directory).
+        Splits: "train", `dev_splits`, `test_splits`; for MNLI "test" means
+        "test_matched"."""
+        if split == "test" and "test" not in self.test_splits:
+            split = self.test_splits[0]
+        known = ("train", *self.dev_splits, *self.test_splits)
+        if split not in known:
+            raise ArgumentError(f"GLUE {self.name} has no split {split!r}; expected one of "
+                                f"{known}.", field="split")
+        nested = os.path.join(data_dir, self.directory)
+        root = nested if io.isdir(nested) else data_dir
+        return os.path.join(root, f"{split}.tsv")
+
+    def submission_name(self, split: str = "test") -> str:
+        """The file name the GLUE server expects for `split`'s predictions
+        (e.g. "MNLI-mm.tsv" for "test_mismatched")."""
+        if split == "test":
+            split = self.test_splits[0]
+        if split not in self.test_splits:
+            raise ArgumentError(f"GLUE {self.name} has no test split {split!r}; expected "
+                                f"one of {self.test_splits}.", field="split")
+        return self.submission_names[self.test_splits.index(split)]
+
+    def read_examples(self, path: str, labelled: bool = True) -> list[GlueExample]:
+        """Reads a file in the task's layout.
+
+        The layout is decided from the first line: a header naming the task's text
+        columns (every file but CoLA's train/dev, e.g. `index sentence1 sentence2
+        label` for RTE), where columns are then found by name, so a train/dev file and
+        a test file (an id column, no label) both read; or, for CoLA, rows of its four
+        headerless columns (source, label, original mark, sentence).
+
+        Args:
+            path: the TSV file.
+            labelled: True: every row needs a label in the task's label set (a float
+                for STS-B). False: the label column is ignored if there is one (what
+                `predict` reads: train/dev/test files alike).
+
+        Returns:
+            the `GlueExample`s in file order.
+
+        Raises:
+            DataError: naming the file and line of a row with a wrong column count or
+                an unknown label, a file without the expected header or label column,
+                or a file without rows.
+        """
+        lines = read_lines(path)
+        first = next(lines, None)
+        if first is None:
+            raise DataError("is empty; expected a GLUE "
+                            f"{self.name} file with examples.", path=path)
+        fields = first[1].split("\t")
+        if set(self.text_columns) <= set(fields):
+            names, rows = fields, lines
+        elif self.headerless_columns and len(fields) == len(self.headerless_columns):
+            names, rows = list(self.headerless_columns), _chain_first(first, lines)
+        else:
+            raise DataError(
+                f"does not look like a GLUE {self.name} file: expected a tab-separated "
+                f"header with the column(s) {list(self.text_columns)}"
+                + (f" or {len(self.headerless_columns)} headerless columns"
+                   if self.headerless_columns else "") + f", got {fields[:12]}.",
+                path=path, line=first[0])
+        text_index = [names.index(c) for c in self.text_columns]
+        label_index = names.index(self.label_column) if self.label_column in names else None
+        if labelled and label_index is None:
+            raise DataError(f"has no {self.label_column!r} label column (columns: {names}); "
+                            "read it with labelled=False for prediction.", path=path,
+                            line=first[0])
+        id_index = next((names.index(c) for c in ("index", "id") if c in names), None)
+        examples = []
+        for number, text in rows:
+            if not text:
+                continue  # a blank line holds no row
+            row = text.split("\t")
+            if len(row) != len(names):
+                raise DataError(f"has {len(row)} tab-separated columns, expected "
+                                f"{len(names)} ({', '.join(names)}).", path=path,
+                                line=number)
+            label = self._parse_label(row[label_index], path, number) if labelled else None
+            texts = [row[i] for i in text_index]
+            guid = row[id_index] if id_index is not None else str(len(examples))
+            examples.append(GlueExample(guid, texts[0], texts[1] if len(texts) > 1 else None,
+                                        label))
+        if not examples:
+            raise DataError(f"has no examples (GLUE {self.name}).", path=path)
+        return examples
+
+    def _parse_label(self, raw: str, path: str, line: int):
+        if self.labels is None:
+            try:
+                return float(raw)
+            except ValueError:
+                raise DataError(f"score {raw!r} is not a number.", path=path,
+                                line=line) from None
+        if raw not in self.labels:
+            raise DataError(f"label {raw!r} is not one of GLUE {self.name}'s labels "
+                            f"{list(self.labels)}.", path=path, line=line)
+        return raw
+
+    # --- features and model ---------------------------------------------------------
+    def features(self, examples: Sequence[GlueExample], tokenizer,
+                 settings: FeatureSettings) -> Features:
+        """`[CLS] text_a [SEP] (text_b [SEP])` per example; labels are class indices
+        (int32), float32 scores for STS-B, or None when the examples have no labels."""
+        if not examples:
+            raise ArgumentError("No examples to make features of.")
+        segments = [[e.text_a for e in examples]]
+        if len(self.text_columns) > 1:
+            segments.append([e.text_b or "" for e in examples])
+        inputs = encode_text_segments(tokenizer, segments, settings.max_seq_length)
+        return Features(inputs=inputs, labels=self.label_array(examples),
+                        lengths=inputs["input_mask"].sum(axis=1).astype(np.int32),
+                        example_index=np.arange(len(examples), dtype=np.int64))
+
+    def label_array(self, examples: Sequence[GlueExample]) -> np.ndarray | None:
+        """The examples' labels as training targets (None when unlabelled)."""
+        has_label = [e.label is not None for e in examples]
+        if not any(has_label):
+            return None
+        if not all(has_label):
+            raise ArgumentError(f"{has_label.count(False)} of {len(examples)} examples have "
+                                "no label; give all or none labels.")
+        if self.labels is None:
+            return np.array([e.label for e in examples], np.float32)
+        index = {label: i for i, label in enumerate(self.labels)}
+        return np.array([index[e.label] for e in examples], np.int32)
+
+    def build_model(self, encoder, **kwargs):
+        """`BertClassifier(encoder, num_classes)`; `kwargs` go to it (e.g. `dropout`)."""
+        return BertClassifier(encoder, num_classes=self.num_classes, **kwargs)
+
+    # --- predictions ----------------------------------------------------------------
+    def decode(self, examples: Sequence[GlueExample], features: Features, outputs,
+               settings: FeatureSettings | None = None) -> list:
+        """Label strings (argmax of the logits), or STS-B scores as floats."""
+        logits = as_numpy_outputs(outputs)
+        if logits.ndim != 2 or logits.shape != (len(features), self.num_classes):
+            raise ArgumentError(f"Expected outputs shaped ({len(features)}, "
+                                f"{self.num_classes}), got {logits.shape}.", field="outputs")
+        if len(examples) != len(features):
+            raise ArgumentError(f"{len(examples)} examples but {len(features)} features.")
+        predictions = [None] * len(examples)
+        values = (logits[:, 0].tolist() if self.labels is None
+                  else [self.labels[i] for i in np.argmax(logits, axis=-1)])
+        for feature, example in enumerate(features.example_index):
+            predictions[int(example)] = values[feature]
+        return predictions
+
+    def _class_index(self, value, what: str) -> int:
+        if isinstance(value, str):
+            if value not in self.labels:
+                raise ArgumentError(f"{what} {value!r} is not one of {list(self.labels)}.")
+            return self.labels.index(value)
+        return int(value)
+
+    def evaluate(self, examples: Sequence[GlueExample], predictions: Sequence) -> dict:
+        """`keras_bert.metrics.glue_metrics` of the predictions (label strings or
+        class indices; STS-B scores) against the examples' labels."""
+        if len(examples) != len(predictions):
+            raise ArgumentError(f"{len(examples)} examples but {len(predictions)} "
+                                "predictions.", field="predictions")
+        if any(e.label is None for e in examples):
+            raise ArgumentError("The examples have no labels to evaluate against; read "
+                                "them with labelled=True.")
+        if self.labels is None:
+            return glue_metrics(self.name, [e.label for e in examples],
+                                [float(p) for p in predictions])
+        gold = [self._class_index(e.label, "label") for e in examples]
+        guessed = [self._class_index(p, "prediction") for p in predictions]
+        return glue_metrics(self.name, gold, guessed)
+
+    def write_predictions(self, examples: Sequence[GlueExample], predictions: Sequence,
+                          path: str) -> None:
+        """GLUE's submission format: a header `index<TAB>prediction`, then one row per
+        example in input order: its id and its label (a score with 6 significant digits
+        for STS-B)."""
+        if len(examples) != len(predictions):
+            raise ArgumentError(f"{len(examples)} examples but {len(predictions)} "
+                                "predictions.", field="predictions")
+        with io.atomic_write(path) as f:
+            f.write("index\tprediction\n")
+            for example, prediction in zip(examples, predictions):
+                if self.labels is None:
+                    prediction = format(float(prediction), ".6g")
+                elif not isinstance(prediction, str):
+                    prediction = self.labels[int(prediction)]
+                f.write(f"{example.guid}\t{prediction}\n")
+
+    def config(self) -> dict:
+        return {"task": self.name, "labels": None if self.labels is None else list(self.labels)}
+
+    @classmethod
+    def from_config(cls, config: dict) -> GlueTask:
+        """The registered task of a `config()` (checks that the labels agree)."""
+        task = GLUE_TASKS.get(config.get("task"))
+        if task is None:
+            raise ArgumentError(f"Unknown GLUE task {config.get('task')!r}; expected one of "
+                                f"{sorted(GLUE_TASKS)}.", field="task")
+        labels = config.get("labels")
+        if (None if labels is None else tuple(labels)) != task.labels:
+            raise ArgumentError(f"Saved labels {labels} differ from GLUE {task.name}'s "
+                                f"{task.labels}.", field="labels")
+        return task
+
+
+def _chain_first(first, rest):
+    yield first
+    yield from rest
+
+
+_BINARY = ("0", "1")
+_ENTAILMENT = ("entailment", "not_entailment")
+
+GLUE_TASKS: dict[str, GlueTask] = {task.name: task for task in (
+    GlueTask("cola", "CoLA", _BINARY, ("sentence",), "label",
+             headerless_columns=("source", "label", "original_mark", "sentence")),
+    GlueTask("sst2", "SST-2", _BINARY, ("sentence",), "label"),
+    GlueTask("mrpc", "MRPC", _BINARY, ("#1 String", "#2 String"), "Quality"),
+    GlueTask("stsb", "STS-B", None, ("sentence1", "sentence2"), "score"),
+    GlueTask("qqp", "QQP", _BINARY, ("question1", "question2"), "is_duplicate"),
+    GlueTask("mnli", "MNLI", ("contradiction", "entailment", "neutral"),
+             ("sentence1", "sentence2"), "gold_label",
+             dev_splits=("dev_matched", "dev_mismatched"),
+             test_splits=("test_matched", "test_mismatched"),
+             submission_names=("MNLI-m.tsv", "MNLI-mm.tsv")),
+    GlueTask("qnli", "QNLI", _ENTAILMENT, ("question", "sentence"), "label"),
+    GlueTask("rte", "RTE", _ENTAILMENT, ("sentence1", "sentence2"), "label"),
+    GlueTask("wnli", "WNLI", _BINARY, ("sentence1", "sentence2"), "label"),
+)}

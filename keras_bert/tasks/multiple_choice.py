@@ -1,0 +1,217 @@
+"""SWAG (paper §4.4): pick the most plausible of four continuations of a sentence.
+
+Data layout: the SWAG release's `train.csv`, `val.csv` (the dev split) and `test.csv`,
+comma-separated with quoted fields and the header
+`,video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,...,ending3,label`
+(the first, unnamed column is the example's id; `test.csv` has no `label`).
+
+Each example becomes four sequences `[CLS] sent1 [SEP] sent2 + " " + ending_k [SEP]`
+(the paper's sentence A = the given sentence, sentence B = a possible continuation),
+scored by `BertMultipleChoice` and softmaxed over the four choices.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import dataclasses
+import io as text_io
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from keras_bert import io
+from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
+from keras_bert.metrics import accuracy
+from keras_bert.models import BertMultipleChoice
+from keras_bert.tasks.base import Features, FeatureSettings, Task
+from keras_bert.tasks.glue import as_numpy_outputs, encode_text_segments
+
+NUM_CHOICES = 4
+_ENDINGS = tuple(f"ending{k}" for k in range(NUM_CHOICES))
+
+
+@dataclasses.dataclass(frozen=True)
+class SwagExample:
+    """One SWAG question.
+
+    Attributes:
+        id: the first (unnamed) column, or the 0-based row number without one.
+        context: `sent1`, the given sentence.
+        start: `sent2`, the beginning of the continuation.
+        endings: the four candidate endings.
+        label: the index of the right ending, or None for unlabelled data.
+    """
+
+    id: str
+    context: str
+    start: str
+    endings: tuple[str, ...]
+    label: int | None = None
+
+    def choices(self) -> list[str]:
+        """The four sentence-B texts: `start + " " + ending`."""
+        return [f"{self.start} {ending}" for ending in self.endings]
+
+
+def _read_text(path: str) -> str:
+    if not io.exists(path) or io.isdir(path):
+        raise InputNotFoundError(f"{path}: no such file.")
+    with io.open_file(path, "rb") as f:
+        data = f.read()
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(f"not UTF-8 text ({e.reason}).", path=path,
+                        line=data.count(b"\n", 0, e.start) + 1) from None
+
+
+class SwagTask(Task):
+    """SWAG multiple choice (`--task swag`).
+
+    Example:
+
+    >>> task = SwagTask()
+    >>> task.metric_names, task.split_path("swag", "dev")
+    (('accuracy',), 'swag/val.csv')
+    """
+
+    name = "swag"
+    family = "multiple_choice"
+    metric_names = ("accuracy",)
+    main_metric = "accuracy"
+    dev_splits = ("dev",)
+    num_choices = NUM_CHOICES
+    _FILES = {"train": "train.csv", "dev": "val.csv", "val": "val.csv", "test": "test.csv"}
+
+    def __repr__(self):
+        return "SwagTask()"
+
+    def split_path(self, data_dir: str, split: str) -> str:
+        """`train.csv`, `val.csv` (split "dev") or `test.csv` in `data_dir`."""
+        if split not in self._FILES:
+            raise ArgumentError(f"SWAG has no split {split!r}; expected 'train', 'dev' or "
+                                "'test'.", field="split")
+        return os.path.join(data_dir, self._FILES[split])
+
+    def read_examples(self, path: str, labelled: bool = True) -> list[SwagExample]:
+        """Examples of a SWAG CSV file; columns are found by the header's names.
+
+        Args:
+            path: the CSV file.
+            labelled: True: a `label` column with 0-3 is required. False: a `label`
+                column is ignored if present (train/val/test files all read).
+
+        Raises:
+            DataError: naming the file and (1-based, first) line of a row with another
+                number of fields than the header or a bad label, a header without the
+                SWAG columns, or a file without rows.
+        """
+        reader = csv.reader(text_io.StringIO(_read_text(path), newline=""))
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise DataError("is empty; expected a SWAG CSV file.", path=path)
+            missing = [c for c in ("sent1", "sent2", *_ENDINGS) if c not in header]
+            if missing:
+                raise DataError(f"does not look like a SWAG file: the header lacks "
+                                f"{missing} (got {header[:12]}).", path=path, line=1)
+            if labelled and "label" not in header:
+                raise DataError("has no 'label' column; read it with labelled=False for "
+                                "prediction.", path=path, line=1)
+            column = {name: header.index(name) for name in header}
+            id_column = column.get("")
+            examples = []
+            while True:
+                line = reader.line_num + 1
+                row = next(reader, None)
+                if row is None:
+                    break
+                if not row:
+                    continue  # a blank line
+                if len(row) != len(header):
+                    raise DataError(f"has {len(row)} fields, expected {len(header)} like "
+                                    "the header.", path=path, line=line)
+                label = None
+                if labelled:
+                    raw = row[column["label"]]
+                    if raw not in {str(k) for k in range(NUM_CHOICES)}:
+                        raise DataError(f"label {raw!r} is not one of 0-{NUM_CHOICES - 1}.",
+                                        path=path, line=line)
+                    label = int(raw)
+                examples.append(SwagExample(
+                    id=row[id_column] if id_column is not None else str(len(examples)),
+                    context=row[column["sent1"]], start=row[column["sent2"]],
+                    endings=tuple(row[column[e]] for e in _ENDINGS), label=label))
+        except csv.Error as e:
+            raise DataError(f"is not valid CSV ({e}).", path=path,
+                            line=reader.line_num) from None
+        if not examples:
+            raise DataError("has no examples (SWAG).", path=path)
+        return examples
+
+    def features(self, examples: Sequence[SwagExample], tokenizer,
+                 settings: FeatureSettings) -> Features:
+        """Inputs [n, 4, max_seq_length]: per choice `[CLS] sent1 [SEP] sent2 ending
+        [SEP]`, longest-first truncation; `lengths` is the longest of the four. Labels:
+        the right choice's index (int32), or None when unlabelled."""
+        if not examples:
+            raise ArgumentError("No examples to make features of.")
+        if any(len(e.endings) != NUM_CHOICES for e in examples):
+            raise ArgumentError(f"Every SWAG example needs {NUM_CHOICES} endings.")
+        contexts = [e.context for e in examples for _ in range(NUM_CHOICES)]
+        choices = [c for e in examples for c in e.choices()]
+        flat = encode_text_segments(tokenizer, [contexts, choices], settings.max_seq_length)
+        inputs = {k: v.reshape(len(examples), NUM_CHOICES, -1) for k, v in flat.items()}
+        has_label = [e.label is not None for e in examples]
+        if any(has_label) and not all(has_label):
+            raise ArgumentError("Some examples have labels and some not; give all or none.")
+        labels = np.array([e.label for e in examples], np.int32) if all(has_label) else None
+        return Features(inputs=inputs, labels=labels,
+                        lengths=inputs["input_mask"].sum(axis=-1).max(axis=-1).astype(np.int32),
+                        example_index=np.arange(len(examples), dtype=np.int64))
+
+    def build_model(self, encoder, **kwargs):
+        """`BertMultipleChoice(encoder, num_choices=4)`; `kwargs` go to it."""
+        return BertMultipleChoice(encoder, num_choices=NUM_CHOICES, **kwargs)
+
+    def decode(self, examples: Sequence[SwagExample], features: Features, outputs,
+               settings: FeatureSettings | None = None) -> list[int]:
+        """The index (0-3) of the highest-scoring choice of each example."""
+        logits = as_numpy_outputs(outputs)
+        if logits.shape != (len(features), NUM_CHOICES) or len(examples) != len(features):
+            raise ArgumentError(f"Expected outputs shaped ({len(features)}, {NUM_CHOICES}) "
+                                f"for {len(examples)} examples, got {logits.shape}.",
+                                field="outputs")
+        predictions = [None] * len(examples)
+        for feature, choice in enumerate(np.argmax(logits, axis=-1)):
+            predictions[int(features.example_index[feature])] = int(choice)
+        return predictions
+
+    def evaluate(self, examples: Sequence[SwagExample], predictions: Sequence) -> dict:
+        """Accuracy (a fraction)."""
+        if any(e.label is None for e in examples):
+            raise ArgumentError("The examples have no labels to evaluate against; read "
+                                "them with labelled=True.")
+        return {"accuracy": accuracy([e.label for e in examples],
+                                     [int(p) for p in predictions])}
+
+    def write_predictions(self, examples: Sequence[SwagExample], predictions: Sequence,
+                          path: str) -> None:
+        """A CSV `index,prediction` with each example's id and predicted choice."""
+        if len(examples) != len(predictions):
+            raise ArgumentError(f"{len(examples)} examples but {len(predictions)} "
+                                "predictions.", field="predictions")
+        with io.atomic_write(path) as f:
+            writer = csv.writer(f, lineterminator="\n")
+            writer.writerow(["index", "prediction"])
+            writer.writerows([e.id, int(p)] for e, p in zip(examples, predictions))
+
+    @classmethod
+    def from_config(cls, config: dict) -> SwagTask:
+        if config.get("task") != cls.name:
+            raise ArgumentError(f"Not a {cls.name} task config: {config}.", field="task")
+        return cls()

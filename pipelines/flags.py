@@ -1,0 +1,202 @@
+"""What every `keras-bert` subcommand shares: one boolean-flag style, options built from
+the library's dataclasses, checks of paths and numbers before any work, and one rule
+for exit codes.
+
+Exit codes: 0 success; 2 a user mistake (bad flag, missing or unusable file, data or
+checkpoints that do not fit together), reported as one line on stderr that names the
+thing and says what to do; 1 a real failure, reported as one short line (the traceback
+only with `--debug`); 130 interrupted by Ctrl-C; 143 stopped by SIGTERM (a saved
+checkpoint lets the same command resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import shutil
+import sys
+import traceback
+from collections.abc import Callable
+
+from keras_bert.errors import InputNotFoundError, UserInputError
+from keras_bert.io import check_writable, is_remote
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit 2) that points to --help."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def parse_boolean(text: str) -> bool:
+    """A boolean flag value as google-research/bert's absl flags take them.
+
+    Example:
+
+    >>> parse_boolean("False"), parse_boolean("1"), parse_boolean("yes")
+    (False, True, True)
+    """
+    value = text.strip().lower()
+    if value in ("1", "true", "t", "yes", "y"):
+        return True
+    if value in ("0", "false", "f", "no", "n"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def add_boolean(parser: argparse.ArgumentParser, name: str, default: bool | None,
+                help: str) -> None:
+    """The one boolean-flag style of every subcommand: `--name` (true), `--name=false`
+    (absl style, as google-research/bert's scripts take them) and `--noname`
+    (or `--no-name`).
+
+    Example:
+
+    >>> p = ArgumentParser(prog="x")
+    >>> add_boolean(p, "progress", True, "show a progress bar")
+    >>> [p.parse_args(a).progress for a in ([], ["--noprogress"], ["--progress=false"])]
+    [True, False, False]
+    """
+    shown = "auto" if default is None else str(default).lower()
+    parser.add_argument(f"--{name}", type=parse_boolean, nargs="?", const=True,
+                        default=default, metavar="true|false",
+                        help=f"{help} (default: {shown})")
+    # `--no-name` too (argparse's BooleanOptionalAction spelling, which some commands
+    # took before).
+    parser.add_argument(f"--no{name}", f"--no-{name}", dest=name, action="store_false",
+                        default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+def _number(kind: type, low=None, high=None, low_open=False):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {'an integer' if kind is int else 'a number'}, got {text!r}"
+            ) from None
+        if low is not None and (value <= low if low_open else value < low):
+            raise argparse.ArgumentTypeError(
+                f"must be {'>' if low_open else '>='} {low}, got {text}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be <= {high}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
+
+
+positive_int = _number(int, 1)
+nonnegative_int = _number(int, 0)
+positive_float = _number(float, 0, low_open=True)
+nonnegative_float = _number(float, 0)
+probability = _number(float, 0, 1)
+
+
+def options_from_args(options_class: type, args: argparse.Namespace, **overrides):
+    """An options dataclass built from the parsed flags of the same names (fields with
+    no flag keep their defaults); `overrides` win.
+
+    Example:
+
+    >>> @dataclasses.dataclass
+    ... class Options:
+    ...     seed: int = 0
+    ...     steps: int = 10
+    >>> options_from_args(Options, argparse.Namespace(seed=3, other=1))
+    Options(seed=3, steps=10)
+    """
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(options_class)
+              if f.init and hasattr(args, f.name)}
+    values.update(overrides)
+    return options_class(**values)
+
+
+def require_file(path: str, what: str) -> str:
+    """`path` if it is an existing file; else `InputNotFoundError` naming `what`."""
+    if not is_remote(path) and os.path.isdir(path):
+        raise InputNotFoundError(f"{what} {path!r} is a directory; give the file inside it.")
+    if is_remote(path) or os.path.isfile(path):
+        return path
+    raise InputNotFoundError(f"{what} {path!r} does not exist.")
+
+
+def require_directory(path: str, what: str) -> str:
+    """`path` if it is an existing directory; else `InputNotFoundError` naming `what`."""
+    if is_remote(path) or os.path.isdir(path):
+        return path
+    if os.path.exists(path):
+        raise InputNotFoundError(f"{what} {path!r} is a file; give a directory.")
+    raise InputNotFoundError(f"{what} {path!r} does not exist.")
+
+
+def require_output_file(path: str, what: str) -> str:
+    """`path` if a file can be written there (checked, nothing created)."""
+    check_writable(path, kind="file", what=what)
+    return path
+
+
+def require_output_directory(path: str, what: str) -> str:
+    """`path` if a directory can be created or written there (checked, nothing created)."""
+    check_writable(path, kind="directory", what=what)
+    return path
+
+
+@contextlib.contextmanager
+def removed_on_error(path: str):
+    """Removes `path` if it did not exist before the block and the block fails (an
+    interruption keeps it: complete work inside can be resumed)."""
+    existed = is_remote(path) or os.path.exists(path)
+    try:
+        yield
+    except Exception:
+        if not existed:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+
+
+def add_debug(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--debug", action="store_true", default=False,
+                        help="on a failure, print the full traceback")
+
+
+_USER_MISTAKES = (UserInputError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
+                  PermissionError, FileExistsError)
+
+
+def run_command(prog: str, run: Callable[[argparse.Namespace], int | None],
+                args: argparse.Namespace) -> int:
+    """Runs a subcommand under the exit-code rule in this module's docstring."""
+    try:
+        return int(run(args) or EXIT_OK)
+    except KeyboardInterrupt:
+        print(f"\n{prog}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except _USER_MISTAKES as e:
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        print(f"{prog}: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as e:  # the last line of defence; --debug shows the traceback
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+            return EXIT_FAILURE
+        print(f"{prog}: failed: {type(e).__name__}: {_one_line(e)} (rerun with --debug for "
+              "the traceback)", file=sys.stderr)
+        return EXIT_FAILURE
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error)
+    if isinstance(error, OSError) and not isinstance(error, UserInputError) and error.filename:
+        text = f"{error.strerror or text}: {error.filename!r}"
+    return " ".join(text.split()) or type(error).__name__

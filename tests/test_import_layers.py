@@ -1,0 +1,162 @@
+"""The import direction is a checked contract: data flows text -> ids -> instances ->
+TFRecords -> model -> checkpoint -> tasks/training -> export -> pipelines -> CLI, and a
+module may import only modules of its own stage or earlier ones (shared/GUIDE.md).
+Every import is read from the source, lazy imports inside functions included, and the
+module graph must have no cycle."""
+
+import ast
+import os
+
+import pytest
+from conftest import REPO
+
+# Stages in order; a module's stage is the first entry that is a prefix of its name.
+STAGES = [
+    ("bottom", ["keras_bert.errors", "keras_bert.io"]),
+    ("config", ["keras_bert.config", "keras_bert.metrics"]),
+    ("text", ["keras_bert.unicode_tables", "keras_bert.tokenization", "keras_bert.vocab",
+              "keras_bert.preprocessing"]),
+    ("instances", ["keras_bert.data"]),
+    ("layers", ["keras_bert.layers"]),
+    ("encoder", ["keras_bert.encoder"]),
+    ("models", ["keras_bert.losses", "keras_bert.models"]),
+    ("checkpoints", ["keras_bert.checkpoints"]),
+    ("training", ["keras_bert.training"]),
+    ("tasks", ["keras_bert.tasks", "keras_bert.postprocessing"]),
+    ("serving", ["keras_bert.export", "keras_bert.plotting"]),
+    ("pipelines", ["keras_bert.pipelines"]),
+    ("cli", ["keras_bert.cli", "keras_bert.__main__"]),
+]
+# The package facade imports lazily by name (`keras_bert.__getattr__`), not by statement.
+FACADE = "keras_bert"
+
+
+def _modules() -> dict[str, str]:
+    """module name -> source path, for keras_bert/ and pipelines/ (installed as
+    keras_bert.pipelines)."""
+    found = {}
+    for top, package in (("keras_bert", "keras_bert"), ("pipelines", "keras_bert.pipelines")):
+        root = os.path.join(REPO, top)
+        for directory, _, names in os.walk(root):
+            for name in names:
+                if not name.endswith(".py"):
+                    continue
+                rel = os.path.relpath(os.path.join(directory, name), root)[:-3]
+                parts = [] if rel == "__init__" else rel.replace(os.sep, ".").split(".")
+                if parts and parts[-1] == "__init__":
+                    parts = parts[:-1]
+                found[".".join([package, *parts])] = os.path.join(directory, name)
+    return found
+
+
+MODULES = _modules()
+
+
+def _stage(module: str) -> int:
+    best = None
+    for rank, (_, prefixes) in enumerate(STAGES):
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + "."):
+                if best is None or len(prefix) > best[1]:
+                    best = (rank, len(prefix))
+    if best is None:
+        raise AssertionError(f"{module} is in no stage of tests/test_import_layers.py; add "
+                             "it where it belongs in the data flow.")
+    return best[0]
+
+
+def _resolve(name: str) -> str | None:
+    """The project module an imported dotted name refers to (None if external)."""
+    if name.startswith("pipelines"):
+        name = "keras_bert." + name  # the source tree's name for keras_bert.pipelines
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str, path: str) -> list[tuple[str, int]]:
+    """(imported project module, line) for every import statement, nested ones too."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), filename=path)
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[:len(anchor) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            # `from pkg import name` may import the submodule pkg.name.
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                       for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            resolved = _resolve(target)
+            if resolved and resolved != module:
+                found.append((resolved, node.lineno))
+    return found
+
+
+GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
+
+
+def test_every_module_has_a_stage():
+    for module in MODULES:
+        if module != FACADE:
+            _stage(module)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m != FACADE))
+def test_imports_point_to_earlier_stages(module):
+    bad = []
+    for target, line in GRAPH[module]:
+        if target == FACADE:
+            bad.append(f"line {line}: imports the package facade `keras_bert`; import from "
+                       "the module that defines the name")
+        elif _stage(target) > _stage(module):
+            bad.append(f"line {line}: imports {target} (stage {STAGES[_stage(target)][0]}), "
+                       f"a later stage than {STAGES[_stage(module)][0]}")
+    assert not bad, f"{module}:\n  " + "\n  ".join(bad)
+
+
+def test_no_import_cycles():
+    edges = {m: sorted({t for t, _ in GRAPH[m] if t != FACADE}) for m in MODULES}
+    # A package's __init__ re-exporting its submodules is a facade, not a dependency of
+    # those submodules on each other; cycles through it are still real cycles.
+    state, stack, cycles = {}, [], []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in edges.get(node, []):
+            if state.get(nxt) == "open":
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = "done"
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module)
+    assert not cycles, "import cycles:\n  " + "\n  ".join(" -> ".join(c) for c in cycles)
+
+
+def test_pipelines_never_import_the_cli():
+    for module, imports in GRAPH.items():
+        if module.startswith("keras_bert.pipelines"):
+            assert all(not t.startswith("keras_bert.cli") for t, _ in imports), module
+
+
+def test_the_checker_sees_lazy_and_relative_imports(tmp_path):
+    # The contract is only as good as the parser: a lazy import inside a function and a
+    # relative import must both be found.
+    source = tmp_path / "m.py"
+    source.write_text("def f():\n    from keras_bert.cli import main\n"
+                      "from ..io import write_json\n")
+    found = {t for t, _ in _imports("keras_bert.data.m", str(source))}
+    assert found == {"keras_bert.cli", "keras_bert.io"}
