@@ -14,11 +14,12 @@ The public API:
 """
 
 import importlib as _importlib
+import os as _os
+import sys as _sys
 
 __version__ = "0.1.0"
 
-# public name -> the module that defines it (imported on first use: `import keras_bert`
-# stays quick, and a program can configure TensorFlow before anything loads it).
+# public name -> the module that defines it.
 _EXPORTS = {
     "load_encoder": "keras_bert.checkpoints",
     "load_pretrainer": "keras_bert.checkpoints",
@@ -71,3 +72,17 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(_EXPORTS))
+
+
+def _started_as_command() -> bool:
+    """Whether this import is the `keras-bert` command starting (its console script, or
+    `python -m keras_bert` while the package is located): the command configures
+    TensorFlow's logging first and then loads only what the subcommand needs."""
+    return _os.path.basename(_sys.argv[0]) == "keras-bert" or _sys.argv[:1] == ["-m"]
+
+
+if not _started_as_command():
+    # Everything loads now, so that the Keras classes are registered and
+    # `keras.models.load_model` reads a keras_bert `.keras` file after `import keras_bert`.
+    for _module in sorted(set(_EXPORTS.values())):
+        _importlib.import_module(_module)

@@ -479,3 +479,37 @@ def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: s
         raise MismatchError(f"the vocab {os.fspath(vocab_file)} has {size} tokens but {owner} "
                             f"has {vocab_size}; use the vocab.txt that came with the model.")
     return size
+
+
+def checkpoint_vocab(path: str | os.PathLike) -> str | None:
+    """The vocab.txt that came with a checkpoint (beside it), or None.
+
+    Example:
+
+    >>> checkpoint_vocab("/nonexistent/model") is None
+    True
+    """
+    path = os.fspath(path)
+    directory = path if os.path.isdir(path) else os.path.dirname(path)
+    candidate = os.path.join(directory, "vocab.txt")
+    return candidate if os.path.isfile(candidate) else None
+
+
+def checkpoint_lower_case(path: str | os.PathLike) -> bool:
+    """Whether a checkpoint's vocab is uncased: its `tokenizer_config.json`'s
+    `do_lower_case` (Hugging Face), else a "cased" in a Google checkpoint's directory
+    name (`cased_L-12_H-768_A-12`), else True (the common uncased vocab).
+
+    Example:
+
+    >>> checkpoint_lower_case("/models/cased_L-12_H-768_A-12")
+    False
+    """
+    path = os.fspath(path)
+    directory = path if os.path.isdir(path) else os.path.dirname(path)
+    config = os.path.join(directory, "tokenizer_config.json")
+    if os.path.isfile(config):
+        with open(config, encoding="utf-8") as f:
+            return bool(json.load(f).get("do_lower_case", True))
+    name = os.path.basename(os.path.normpath(directory)).lower()
+    return not (name.startswith("cased") or "_cased" in name or "-cased" in name)

@@ -20,6 +20,12 @@ COMMANDS = {
                                 "write masked-LM/NSP TFRecords from raw text"),
     "pretrain": ("keras_bert.pipelines.pretrain", "pretrain BERT (MLM + NSP) with model.fit "
                  "on a tf.distribute strategy"),
+    "finetune": ("keras_bert.pipelines.finetune", "fine-tune on GLUE, SQuAD, NER or SWAG "
+                 "and score dev with the official metrics"),
+    "evaluate": ("keras_bert.pipelines.evaluate", "score a fine-tuned model on a task's dev "
+                 "split"),
+    "predict": ("keras_bert.pipelines.predict", "predict with a fine-tuned model on a file in "
+                "the task's layout"),
     "demo": ("keras_bert.pipelines.demo", "end to end on local text: vocab, TFRecords, "
              "pretraining, masked-token predictions"),
 }

@@ -12,6 +12,8 @@ import json
 import os
 from typing import Any
 
+from keras_bert.errors import DataError, InputNotFoundError
+
 # Activation names used inside keras_bert. "gelu" is the exact (erf) GELU that Hugging
 # Face means by "gelu"; "gelu_tanh" is the tanh approximation that google-research/bert's
 # modeling.py computes for its "gelu".
@@ -235,20 +237,26 @@ class BertConfig:
         """
         path = os.fspath(path)
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"No BERT config file at {path!r}.")
+            raise InputNotFoundError(f"No BERT config file at {path!r}.")
         with open(path, encoding="utf-8") as f:
             try:
                 d = json.load(f)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path!r} is not valid JSON: {e}") from e
-        if "model_type" in d:
-            return cls.from_hf_dict(d)
-        if "num_hidden_layers" in d:
-            return cls.from_google_dict(d)
-        if "num_layers" in d:
-            return cls.from_dict(d)
-        raise ValueError(f"{path!r} is neither a Google bert_config.json, a Hugging Face "
-                         "config.json nor a keras_bert config (no layer-count key).")
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise DataError(f"not valid JSON: {e}", path=path) from e
+        readers = [("model_type", "Hugging Face config.json", cls.from_hf_dict),
+                   ("num_hidden_layers", "Google bert_config.json", cls.from_google_dict),
+                   ("num_layers", "keras_bert config", cls.from_dict)]
+        for key, kind, read in readers:
+            if isinstance(d, dict) and key in d:
+                try:
+                    return read(d)
+                except KeyError as e:  # a required field is missing
+                    raise DataError(f"this {kind} lacks the required field {e.args[0]!r}.",
+                                    path=path) from None
+                except (TypeError, ValueError) as e:  # a field of the wrong type or range
+                    raise DataError(str(e), path=path) from None
+        raise DataError("neither a Google bert_config.json, a Hugging Face config.json nor "
+                        "a keras_bert config (no layer-count key).", path=path)
 
     def to_json_file(self, path: str | os.PathLike, format: str = "keras_bert") -> None:
         """Writes the config as `format` "keras_bert", "google" or "hf"."""

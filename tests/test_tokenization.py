@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert.errors import InputNotFoundError, VocabError
 from keras_bert.tokenization import (
     BertTokenizer,
     VocabularyWarning,
@@ -324,8 +325,14 @@ def _write(tmp_path, lines, name="vocab.txt"):
 def test_vocab_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="missing.txt"):
         BertTokenizer(str(tmp_path / "missing.txt"))
+    with pytest.raises(InputNotFoundError, match="is a directory.*vocab.txt"):
+        load_vocab(str(tmp_path))
     with pytest.raises(ValueError, match="empty"):
         BertTokenizer(_write(tmp_path, ["", "  "]))
+    with pytest.raises(VocabError, match="empty"):
+        load_vocab(_write(tmp_path, [], name="nothing.txt"))
+    with pytest.raises(VocabError, match="empty"):
+        BertTokenizer([])
     with pytest.raises(ValueError, match=r"no '\[UNK\]' token"):
         BertTokenizer(_write(tmp_path, ["[PAD]", "hello"]))
     with pytest.raises(ValueError, match="word pieces besides"):
@@ -354,16 +361,47 @@ def test_vocab_casing_warnings(tmp_path):
 
 
 def test_vocab_file_like_google(tmp_path):
-    # Lines are stripped and a repeated token takes the id of its last line.
+    # Lines are stripped, as FullTokenizer strips them.
     # Only "\n" ends a line (readline), so a U+2028 inside a token stays in it.
-    path = _write(tmp_path, SPECIAL + ["  hello  ", "world", "hello", "##s", "x\u2028y"])
+    path = _write(tmp_path, SPECIAL + ["  hello  ", "world", "##s", "x\u2028y"])
     tok = BertTokenizer(path)
     assert load_vocab(path)[5] == "hello"
-    assert tok.token_to_id("hello") == 7
-    assert tok.tokenize("hello worlds").numpy().tolist() == [7, 6, 8]
+    assert tok.token_to_id("hello") == 5
+    assert tok.tokenize("hello worlds").numpy().tolist() == [5, 6, 7]
     with pytest.raises(KeyError, match="not in the vocabulary"):
         tok.token_to_id("nope")
-    assert tok.id_to_token(6) == "world" and tok.vocab_size == 10
+    assert tok.id_to_token(6) == "world" and tok.vocab_size == 9
+    assert tok.id_to_token(8) == "x\u2028y"
+
+
+def test_repeated_tokens_are_refused(tmp_path):
+    # FullTokenizer would give a repeated token the id of its last line, silently
+    # shifting ids (issue 13); here it is an error naming the token and its lines.
+    path = _write(tmp_path, SPECIAL + ["  hello  ", "world", "hello", "##s"])
+    with pytest.raises(VocabError, match=r"vocab.txt:8: the token 'hello' is on lines 6 and 8"):
+        load_vocab(path)
+    with pytest.raises(VocabError, match="'hello' is on lines 6 and 8"):
+        BertTokenizer(path)
+    # A repeated special token is named first, whatever comes before it.
+    path = _write(tmp_path, SPECIAL + ["a", "a", "[SEP]", "b", "b"], name="special.txt")
+    with pytest.raises(VocabError, match=r"'\[SEP\]' is on lines 4 and 8 \(2 more tokens are "
+                                         r"repeated, e.g. 'a'\)") as caught:
+        load_vocab(path)
+    assert caught.value.path == path and caught.value.line == 8
+    assert isinstance(caught.value, ValueError)
+    # A list of tokens is held to the same rule (ids instead of lines).
+    with pytest.raises(VocabError, match=r"'\[PAD\]' is at ids 0 and 6"):
+        BertTokenizer(SPECIAL + ["hello", "[PAD]"])
+    # Blank lines are no tokens: never repeats.
+    tok = BertTokenizer(_write(tmp_path, SPECIAL + ["", "hello", "", "x"], name="blank.txt"))
+    assert tok.token_to_id("hello") == 6 and tok.vocab_size == 9
+
+
+@pytest.mark.parametrize("vocab", ["rich", "minilm"])
+def test_the_vocabularies_we_test_with_have_no_repeats(vocab):
+    path = os.path.join(DATA, "vocab_rich.txt") if vocab == "rich" else _minilm_vocab()
+    tokens = load_vocab(path)  # would raise on a repeat
+    assert len(set(tokens)) == len(tokens) > 5000
 
 
 def test_config_round_trip(rich_uncased):

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.cli import main
+from keras_bert.errors import ArgumentError, DataError, InputNotFoundError, VocabError
 from keras_bert.tokenization import BertTokenizer, load_vocab
 from keras_bert.vocab import learn_vocab, reserved_tokens, write_vocab
 
@@ -74,13 +75,36 @@ def test_gzip_globs_and_max_lines(tmp_path, corpus):
 def test_learn_vocab_errors(tmp_path, corpus):
     with pytest.raises(FileNotFoundError, match="nothing-here"):
         learn_vocab(str(tmp_path / "nothing-here*.txt"), vocab_size=1000, progress=False)
+    with pytest.raises(InputNotFoundError, match=r"is a directory.*\*"):
+        learn_vocab(str(tmp_path), vocab_size=1000, progress=False)
     with pytest.raises(ValueError, match="no room"):
         learn_vocab(corpus, vocab_size=5, num_unused=0, progress=False)
     (tmp_path / "blank.txt").write_text("\n\n  \n", encoding="utf-8")
-    with pytest.raises(ValueError, match="No words"):
+    with pytest.raises(DataError, match="No words"):
         learn_vocab(str(tmp_path / "blank.txt"), vocab_size=1000, progress=False)
     with pytest.raises(ValueError, match="single-character pieces"):
         learn_vocab(corpus, vocab_size=20, num_unused=0, min_count=1, progress=False)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("max_lines", 0), ("max_lines", -1), ("vocab_size", 0), ("vocab_size", 104),
+    ("num_unused", -1), ("min_count", 0), ("max_unique_chars", 0), ("max_token_length", 0),
+    ("num_iterations", 0), ("vocab_size", 1000.0), ("lower_case", "yes")])
+def test_learn_vocab_arguments_out_of_range_name_the_field(corpus, field, value):
+    # max_lines=0 used to read nothing and report an empty corpus (issue 13).
+    with pytest.raises(ArgumentError, match=field) as caught:
+        learn_vocab(corpus, **{"vocab_size": 1000, field: value}, progress=False)
+    assert caught.value.field == field and "--" not in str(caught.value)
+
+
+def test_learn_vocab_reads_a_remote_corpus(corpus):
+    # Any tf.io.gfile filesystem: ram:// stands in for gs://.
+    remote = "ram://test_learn_vocab/corpus.txt"
+    tf.io.gfile.makedirs("ram://test_learn_vocab")
+    with open(corpus, "rb") as f, tf.io.gfile.GFile(remote, "wb") as g:
+        g.write(f.read())
+    kwargs = {"vocab_size": 200, "num_unused": 3, "min_count": 1, "progress": False}
+    assert learn_vocab("ram://test_learn_vocab/*.txt", **kwargs) == learn_vocab(corpus, **kwargs)
 
 
 def test_write_vocab_is_atomic_and_reads_back(tmp_path):
@@ -92,6 +116,9 @@ def test_write_vocab_is_atomic_and_reads_back(tmp_path):
     with pytest.raises(ValueError, match="whitespace"):
         write_vocab(["[PAD]", " a"], tmp_path / "bad.txt")
     assert not tf.io.gfile.glob(str(tmp_path / "bad.txt*"))
+    with pytest.raises(VocabError, match="'a' is at ids 1 and 3"):
+        write_vocab(["[PAD]", "a", "b", "a"], tmp_path / "repeated.txt")
+    assert not (tmp_path / "repeated.txt").exists()
 
 
 def test_vocab_command(tmp_path, corpus, capsys):

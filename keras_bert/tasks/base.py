@@ -120,16 +120,30 @@ class Task(abc.ABC):
         list, ...); JSON-serializable."""
         return {"task": self.name}
 
+    def restore(self, config: dict) -> None:
+        """Takes back what `config()` saved (e.g. a label list learned from the training
+        data), before a saved model's outputs are decoded."""
+        del config  # nothing to take back unless a task saves more than its name
+
 
 def feature_dataset(features: Features, batch_size: int, training: bool = False,
-                    seed: int | None = None, with_labels: bool | None = None
-                    ) -> tf.data.Dataset:
-    """A tf.data pipeline over `features`: shuffled each epoch when `training`, batched,
-    and each batch cut to its longest sequence (no Python per element).
+                    seed: int | None = None, with_labels: bool | None = None,
+                    epochs: int = 1, group_by_length: bool = False) -> tf.data.Dataset:
+    """A tf.data pipeline over `features`, batched, each batch cut to its longest
+    sequence (dynamic padding); no Python runs per element.
+
+    For training (`training=True`), the order is shuffled anew for each of `epochs`
+    epochs from `seed` (the dataset then holds all epochs: pass `steps_per_epoch` to
+    `fit`). `group_by_length` additionally sorts each run of 50 batches by length
+    before cutting it into batches, and shuffles the batches, so a batch holds
+    sequences of similar length and carries little padding (Hugging Face's
+    `group_by_length`); the set of examples per epoch is unchanged. Evaluation keeps the
+    input order.
 
     Yields `inputs` dicts, or `(inputs, labels)` when `with_labels` (default: whether
-    `features.labels` is set). Inputs whose second axis is the sequence are cut; the
-    last axis is cut for multiple-choice inputs [n, choices, seq].
+    `features.labels` is set). Inputs of rank >= 2 are cut on their last axis (the
+    sequence; multiple-choice inputs are [n, choices, seq]); labels of shape [n, seq]
+    (tagging) are cut too.
 
     Example:
 
@@ -144,28 +158,77 @@ def feature_dataset(features: Features, batch_size: int, training: bool = False,
     """
     if with_labels is None:
         with_labels = features.labels is not None
-    tensors = dict(features.inputs)
-    tensors["_length"] = features.lengths.astype(np.int32)
-    dataset = tf.data.Dataset.from_tensor_slices(
-        (tensors, features.labels) if with_labels else tensors)
+    n = len(features)
+    if n == 0:
+        raise ValueError("feature_dataset needs at least one feature.")
+    lengths = features.lengths.astype(np.int32)
     if training:
-        dataset = dataset.shuffle(len(features), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size)
-    sequence_keys = {k for k, v in features.inputs.items() if v.ndim >= 2}
+        order = epoch_orders(lengths, batch_size, seed, epochs, group_by_length)
+    else:
+        order = [np.arange(n)[i:i + batch_size] for i in range(0, n, batch_size)]
+    # Batches as rows of indices, -1 past the end of a short last batch.
+    rows = np.full((len(order), batch_size), -1, np.int64)
+    for r, batch in enumerate(order):
+        rows[r, :len(batch)] = batch
+    tensors = {k: tf.constant(v) for k, v in features.inputs.items()}
+    tensors["_length"] = tf.constant(lengths)
+    labels = None
+    if with_labels:
+        labels = tf.nest.map_structure(tf.constant, features.labels)
+    sequence_keys = [k for k, v in features.inputs.items() if v.ndim >= 2]
+    seq_len = next(iter(features.inputs.values())).shape[-1]
     label_is_sequence = (with_labels and isinstance(features.labels, np.ndarray)
-                         and features.labels.ndim == 2
-                         and features.labels.shape[1] == next(
-                             iter(features.inputs.values())).shape[-1])
+                         and features.labels.ndim == 2 and features.labels.shape[1] == seq_len)
 
-    def cut(x, y=None):
-        x = dict(x)
+    def gather(row):
+        index = tf.boolean_mask(row, row >= 0)
+        x = {k: tf.gather(v, index) for k, v in tensors.items()}
         longest = tf.reduce_max(x.pop("_length"))
         for key in sequence_keys:
             x[key] = x[key][..., :longest]
-        if y is None:
+        if not with_labels:
             return x
+        y = tf.nest.map_structure(lambda t: tf.gather(t, index), labels)
         if label_is_sequence:
             y = y[:, :longest]
         return x, y
 
-    return dataset.map(cut, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    dataset = tf.data.Dataset.from_tensor_slices(rows)
+    return dataset.map(gather, num_parallel_calls=tf.data.AUTOTUNE,
+                       deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def epoch_orders(lengths: np.ndarray, batch_size: int, seed: int | None, epochs: int = 1,
+                 group_by_length: bool = False, group_batches: int = 50) -> list[np.ndarray]:
+    """The training batches (index arrays) of `epochs` epochs, reproducible from `seed`.
+
+    Each epoch is a fresh permutation cut into batches of `batch_size` (the last one
+    shorter). With `group_by_length`, each run of `group_batches` batches of the
+    permutation is sorted by length before it is cut, and the epoch's batches are then
+    shuffled.
+
+    Example:
+
+    >>> lengths = np.array([5, 1, 4, 2, 3, 6])
+    >>> batches = epoch_orders(lengths, 2, seed=0, group_by_length=True)
+    >>> sorted(int(i) for b in batches for i in b)
+    [0, 1, 2, 3, 4, 5]
+    >>> sorted(sorted(lengths[b].tolist()) for b in batches)
+    [[1, 2], [3, 4], [5, 6]]
+    """
+    rng = np.random.default_rng(seed)
+    n = len(lengths)
+    batches = []
+    for _ in range(epochs):
+        order = rng.permutation(n)
+        if not group_by_length:
+            batches += [order[i:i + batch_size] for i in range(0, n, batch_size)]
+            continue
+        group = group_batches * batch_size
+        epoch = []
+        for start in range(0, n, group):
+            chunk = order[start:start + group]
+            chunk = chunk[np.argsort(-lengths[chunk], kind="stable")]
+            epoch += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+        batches += [epoch[i] for i in rng.permutation(len(epoch))]
+    return batches

@@ -374,6 +374,19 @@ class GlueTask(Task):
     def config(self) -> dict:
         return {"task": self.name, "labels": None if self.labels is None else list(self.labels)}
 
+    def restore(self, config: dict) -> None:
+        """Checks a saved `config()` against this task: GLUE's label sets are fixed, so
+        there is nothing to take back, but a model saved for other labels must not be
+        decoded with these."""
+        if config.get("task", self.name) != self.name:
+            raise ArgumentError(f"The saved config is for {config.get('task')!r}, not GLUE "
+                                f"{self.name}.", field="task")
+        if "labels" in config:
+            labels = config["labels"]
+            if (None if labels is None else tuple(labels)) != self.labels:
+                raise ArgumentError(f"Saved labels {labels} differ from GLUE {self.name}'s "
+                                    f"{self.labels}.", field="labels")
+
     @classmethod
     def from_config(cls, config: dict) -> GlueTask:
         """The registered task of a `config()` (checks that the labels agree)."""
@@ -381,10 +394,7 @@ class GlueTask(Task):
         if task is None:
             raise ArgumentError(f"Unknown GLUE task {config.get('task')!r}; expected one of "
                                 f"{sorted(GLUE_TASKS)}.", field="task")
-        labels = config.get("labels")
-        if (None if labels is None else tuple(labels)) != task.labels:
-            raise ArgumentError(f"Saved labels {labels} differ from GLUE {task.name}'s "
-                                f"{task.labels}.", field="labels")
+        task.restore(config)
         return task
 
 

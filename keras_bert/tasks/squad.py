@@ -864,6 +864,9 @@ class SquadTask(Task):
     def config(self) -> dict:
         return {"task": self.name, "null_score_diff_threshold": self.null_score_diff_threshold}
 
+    def restore(self, config: dict) -> None:
+        self.null_score_diff_threshold = float(config.get("null_score_diff_threshold", 0.0))
+
     @classmethod
     def from_config(cls, config: dict) -> SquadTask:
         """The task `config()` describes."""

@@ -29,7 +29,7 @@ from keras import ops
 from keras_bert import io
 from keras_bert.errors import ArgumentError, DataError
 from keras_bert.metrics import ner_span_metrics
-from keras_bert.models import BertFeatureExtractor, BertTokenClassifier
+from keras_bert.models import BertFeatureExtractor, BertTokenClassifier, _BertTask
 from keras_bert.tasks.base import Features, FeatureSettings, Task
 from keras_bert.tasks.glue import as_numpy_outputs, read_lines
 
@@ -110,16 +110,17 @@ class BertNerTagger(BertTokenClassifier):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertFeatureBasedTagger(keras.Model):
+class BertFeatureBasedTagger(_BertTask):
     """The paper's feature-based NER (§5.3): the frozen encoder's hidden states of
     `layers` concatenated (the last four by default, the best of Table 7), a randomly
     initialized two-layer BiLSTM (`lstm_units` per direction, 768 in the paper) and a
     dense tagger. Output: float32 logits [batch, seq, num_classes].
 
-    The encoder is frozen here (its `trainable` becomes False), whatever
-    `BertFeatureExtractor` does. `compile()` without a loss skips `IGNORE_LABEL`
-    positions; its default optimizer is Adam at 1e-3, since only the BiLSTM and the
-    tagger learn.
+    Only the BiLSTMs and the tagger train: the features come from a
+    `BertFeatureExtractor` (inference mode, no gradient), and the encoder's variables
+    are left out of this model's trainable weights without touching the encoder's own
+    `trainable` flag. `compile()` without a loss skips `IGNORE_LABEL` positions; its
+    default optimizer is Adam at 1e-3, since the BiLSTM starts from scratch.
 
     Args:
         encoder: a `BertEncoder`.
@@ -137,6 +138,8 @@ class BertFeatureBasedTagger(keras.Model):
     ...      "input_type_ids": np.zeros((2, 6), "int32")}
     >>> tuple(model(x).shape), len(model.trainable_weights)  # 2 x 2 LSTMs x 3 + dense 2
     ((2, 6, 5), 14)
+    >>> len(enc.trainable_weights) > 0  # the encoder object itself is left as it was
+    True
     """
 
     def __init__(self, encoder, num_classes: int, lstm_units: int = 768,
@@ -146,45 +149,67 @@ class BertFeatureBasedTagger(keras.Model):
             raise ValueError(f"num_classes must be >= 2 for tagging, got {num_classes}.")
         if lstm_units < 1:
             raise ValueError(f"lstm_units must be >= 1, got {lstm_units}.")
+        policy = encoder.dtype_policy
         extractor = BertFeatureExtractor(encoder, layers=layers, combine="concat")
-        extractor.trainable = False
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
                   for name in ("input_word_ids", "input_mask", "input_type_ids")}
         x = extractor(inputs)
         mask = ops.not_equal(inputs["input_mask"], 0)
         for i in range(2):
-            x = keras.layers.Bidirectional(keras.layers.LSTM(lstm_units, return_sequences=True),
-                                           name=f"bilstm_{i + 1}")(x, mask=mask)
-        x = keras.layers.Dropout(dropout, name="tagger_dropout")(x)
-        logits = ops.cast(keras.layers.Dense(num_classes, name="logits")(x), "float32")
-        super().__init__(inputs=inputs, outputs=logits, name=name, **kwargs)
-        self.encoder = encoder
+            lstm = keras.layers.LSTM(lstm_units, return_sequences=True, dtype=policy)
+            x = keras.layers.Bidirectional(lstm, dtype=policy, name=f"bilstm_{i + 1}")(
+                x, mask=mask)
+        x = keras.layers.Dropout(dropout, dtype=policy, name="tagger_dropout")(x)
+        logits = keras.layers.Dense(num_classes, dtype=policy, name="logits")(x)
+        super().__init__(encoder, inputs=inputs, outputs=ops.cast(logits, "float32"),
+                         name=name, **kwargs)
+        self.extractor = extractor
         self.num_classes = num_classes
         self.lstm_units = lstm_units
         self.layers_used = tuple(int(i) for i in layers)
         self.dropout = dropout
 
-    def get_config(self):
-        return {"encoder": keras.saving.serialize_keras_object(self.encoder),
-                "num_classes": self.num_classes, "lstm_units": self.lstm_units,
-                "layers": list(self.layers_used), "dropout": self.dropout, "name": self.name}
+    def _task_config(self):
+        return {"num_classes": self.num_classes, "lstm_units": self.lstm_units,
+                "layers": list(self.layers_used), "dropout": self.dropout}
 
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
+    def default_loss(self):
+        return _tagging_loss()
+
+    def default_metrics(self):
+        return [MaskedTokenAccuracy(name="accuracy")]
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Like `keras.Model.compile`; "auto" picks Adam(1e-3), the masked
         cross-entropy and `MaskedTokenAccuracy`."""
         if optimizer == "auto":
             optimizer = keras.optimizers.Adam(1e-3)
-        if loss == "auto":
-            loss = _tagging_loss()
-        if metrics == "auto":
-            metrics = [MaskedTokenAccuracy(name="accuracy")]
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    # The frozen encoder: Keras collects trainable weights through every sublayer, so
+    # the extractor's own freezing does not carry over to a model that contains it.
+    def _frozen(self) -> set[int]:
+        return {id(v) for v in self.extractor.variables}
+
+    @property
+    def trainable_weights(self):
+        frozen = self._frozen()
+        return [v for v in super().trainable_weights if id(v) not in frozen]
+
+    @property
+    def trainable_variables(self):
+        frozen = self._frozen()
+        return [v for v in super().trainable_variables if id(v) not in frozen]
+
+    @property
+    def non_trainable_weights(self):
+        trainable = {id(v) for v in self.trainable_weights}
+        return [v for v in self.weights if id(v) not in trainable]
+
+    @property
+    def non_trainable_variables(self):
+        trainable = {id(v) for v in self.trainable_variables}
+        return [v for v in self.variables if id(v) not in trainable]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,8 +233,8 @@ class NerTask(Task):
     Args:
         labels: the tag list in class-index order. None (a new task): `features` of the
             first labelled examples it sees (the training split) sets it to the tags
-            they contain, sorted with "O" first. `config()` saves it and
-            `NerTask.from_config` restores it for prediction.
+            they contain, sorted with "O" first. `config()` saves it and `restore`
+            (or `NerTask.from_config`) takes it back for prediction.
 
     Example:
 
@@ -457,9 +482,16 @@ class NerTask(Task):
     def config(self) -> dict:
         return {"task": self.name, "labels": None if self.labels is None else list(self.labels)}
 
+    def restore(self, config: dict) -> None:
+        """Takes the label list back from a saved `config()`."""
+        if config.get("task", self.name) != self.name:
+            raise ArgumentError(f"Not a {self.name} task config: {config}.", field="task")
+        if config.get("labels") is not None:
+            self.labels = self._checked_labels(config["labels"])
+
     @classmethod
     def from_config(cls, config: dict) -> NerTask:
         """A task with the label list of a saved `config()`."""
-        if config.get("task") != cls.name:
-            raise ArgumentError(f"Not a {cls.name} task config: {config}.", field="task")
-        return cls(labels=config.get("labels"))
+        task = cls()
+        task.restore(config)
+        return task

@@ -3,9 +3,9 @@
 - `optimization`: BERT's AdamW (or LAMB), warmup + linear decay, clipping, accumulation.
 - `MaskedLMLoss` / `pretraining_losses` (from `keras_bert.losses`): the masked-LM loss
   averaged over the global batch's real predictions.
-- `distribute`: `--strategy` names to `tf.distribute` strategies; mixed precision.
+- `distribute`: strategy names to `tf.distribute` strategies; mixed precision.
 - `callbacks`: fault-tolerant checkpoints, windowed metrics/TensorBoard, progress bar.
-- `validation`: data, vocab and batch checks that run before training.
+- `validation`: data, vocab, config and batch checks that run before training.
 - `pretraining`: `run_pretraining`, the job behind `keras-bert pretrain`.
 """
 
@@ -14,7 +14,9 @@ from keras_bert.training.callbacks import MetricsLogger, ProgressBar, TrainingCh
 from keras_bert.training.distribute import resolve_precision, resolve_strategy
 from keras_bert.training.optimization import AdamW, Lamb, LinearWarmupDecay, create_optimizer
 from keras_bert.training.pretraining import (
+    INTERRUPTED_EXIT_CODE,
     PREEMPTED_EXIT_CODE,
+    SIGNAL_EXIT_CODES,
     Pretraining,
     PretrainingOptions,
     run_pretraining,
@@ -22,8 +24,9 @@ from keras_bert.training.pretraining import (
 from keras_bert.training.validation import PretrainingDataInfo, inspect_pretraining_data
 
 __all__ = [
-    "PREEMPTED_EXIT_CODE", "AdamW", "Lamb", "LinearWarmupDecay", "MaskedLMLoss", "MetricsLogger",
-    "Pretraining", "PretrainingDataInfo", "PretrainingOptions", "ProgressBar", "TrainingCheckpoint",
-    "create_optimizer", "inspect_pretraining_data", "pretraining_losses",
-    "resolve_precision", "resolve_strategy", "run_pretraining",
+    "INTERRUPTED_EXIT_CODE", "PREEMPTED_EXIT_CODE", "SIGNAL_EXIT_CODES", "AdamW", "Lamb",
+    "LinearWarmupDecay", "MaskedLMLoss", "MetricsLogger", "Pretraining", "PretrainingDataInfo",
+    "PretrainingOptions", "ProgressBar", "TrainingCheckpoint", "create_optimizer",
+    "inspect_pretraining_data", "pretraining_losses", "resolve_precision", "resolve_strategy",
+    "run_pretraining",
 ]

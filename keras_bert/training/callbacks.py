@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import signal
 import tempfile
@@ -20,6 +19,7 @@ import keras
 import tensorflow as tf
 import tqdm
 
+from keras_bert.errors import ArgumentError, CheckpointError
 from keras_bert.training import distribute
 
 logger = logging.getLogger("keras_bert")
@@ -46,12 +46,16 @@ class TrainingCheckpoint(keras.callbacks.Callback):
     `checkpoint` index file by an atomic rename, so a job killed at any moment leaves
     the last complete checkpoint as the latest one. The last `max_to_keep` are kept.
 
-    On SIGTERM (a preemption notice), the current step finishes, a checkpoint is saved
-    and training stops; `preempted` is then True. Under a multi-worker strategy this
+    On SIGTERM (a preemption notice) or SIGINT (Ctrl-C), the current step finishes, a
+    checkpoint is saved and training stops; `preempted` is then True and `stop_signal`
+    names the signal ("SIGTERM" or "SIGINT"). A second SIGINT before the step ends
+    raises `KeyboardInterrupt` at once (no checkpoint). A SIGINT that the process
+    ignores (a background job's) stays ignored. Under a multi-worker strategy SIGTERM
     goes through `tf.distribute.experimental.PreemptionCheckpointHandler`, which agrees
-    on one step with every worker; only the chief writes to `directory` (the others
-    save to a temporary directory, as tf.distribute requires all of them to save).
-    A final checkpoint is written when training ends.
+    on one step with every worker, and SIGINT is left to Python (it stops only the
+    worker it reaches); only the chief writes to `directory` (the others save to a
+    temporary directory, as tf.distribute requires all of them to save). A final
+    checkpoint is written when training ends.
 
     Args:
         directory: where checkpoints go.
@@ -79,13 +83,15 @@ class TrainingCheckpoint(keras.callbacks.Callback):
                  max_to_keep: int = 3, strategy: tf.distribute.Strategy | None = None):
         super().__init__()
         if save_steps < 1:
-            raise ValueError(f"save_steps must be >= 1, got {save_steps}.")
+            raise ArgumentError(f"save_steps must be >= 1, got {save_steps}.",
+                                field="save_steps")
         if model.optimizer is None or not model.optimizer.built:
             raise ValueError("TrainingCheckpoint needs a compiled model whose optimizer is "
                              "built: call model.optimizer.build(model.trainable_variables).")
         self.directory = directory
         self.save_steps = save_steps
         self.preempted = False
+        self.stop_signal: str | None = None
         self._strategy = strategy or tf.distribute.get_strategy()
         self._checkpoint = tf.train.Checkpoint(
             model=_by_position(model.variables),
@@ -102,7 +108,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
                 checkpoint_name=CHECKPOINT_PREFIX)
         self._initial_step = self._step = self._saved_step = 0
         self._terminate = threading.Event()
-        self._previous_handler = None
+        self._previous_handlers: dict = {}
         self._preemption_handler = None
 
     # --- resuming -----------------------------------------------------------------------
@@ -127,10 +133,11 @@ class TrainingCheckpoint(keras.callbacks.Callback):
                    for key in getattr(self._checkpoint, group)
                    if f"{group}/{key}/.ATTRIBUTES/VARIABLE_VALUE" not in saved]
         if missing:
-            raise ValueError(
+            raise CheckpointError(
                 f"{path} does not hold this model's training state ({len(missing)} "
                 f"variables missing, e.g. {missing[:3]}): was it written with another "
-                "config, optimizer or gradient accumulation? Use another --output_dir.")
+                "config, optimizer, precision or gradient accumulation? Use another "
+                "output_dir, or overwrite the run.")
         self._checkpoint.restore(path).assert_existing_objects_matched()
         step = int(path.rsplit("-", 1)[1])
         self._initial_step = self._step = self._saved_step = step
@@ -146,11 +153,15 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         return path
 
     # --- termination --------------------------------------------------------------------
-    def _on_sigterm(self, signum, frame):
+    def _on_signal(self, signum, frame):
+        if self._terminate.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # a second Ctrl-C: stop now, without saving
+        self.stop_signal = signal.Signals(signum).name
         self._terminate.set()
 
     def _stop(self):
         self.preempted = True
+        self.stop_signal = self.stop_signal or "SIGTERM"
         self.model.stop_training = True
 
     def _install_termination_handling(self):
@@ -161,10 +172,18 @@ class TrainingCheckpoint(keras.callbacks.Callback):
                 self._strategy.cluster_resolver, self._manager, termination_config=config)
             return
         if threading.current_thread() is not threading.main_thread():
-            logger.warning("Training outside the main thread: SIGTERM will not save a "
-                           "checkpoint before the process ends.")
+            logger.warning("Training outside the main thread: SIGTERM and SIGINT will not "
+                           "save a checkpoint before the process ends.")
             return
-        self._previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            if signum == signal.SIGINT and signal.getsignal(signum) is signal.SIG_IGN:
+                continue
+            self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
+
+    def _restore_signal_handlers(self):
+        for signum, handler in self._previous_handlers.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        self._previous_handlers = {}
 
     # --- callback hooks ---------------------------------------------------------------
     def on_train_begin(self, logs=None):
@@ -177,17 +196,18 @@ class TrainingCheckpoint(keras.callbacks.Callback):
             self._preemption_handler.save_checkpoint_if_preempted()
         elif self._terminate.is_set():
             path = self.save()
-            logger.warning("SIGTERM: saved %s at step %d; stopping.", path, self._step)
+            logger.warning("%s: saved %s at step %d; stopping.", self.stop_signal, path,
+                           self._step)
             self._stop()
         if self._step % self.save_steps == 0:
             self.save()
 
     def on_train_end(self, logs=None):
-        if not self.preempted:
-            self.save()
-        if self._previous_handler is not None:
-            signal.signal(signal.SIGTERM, self._previous_handler)
-            self._previous_handler = None
+        try:
+            if not self.preempted:
+                self.save()
+        finally:
+            self._restore_signal_handlers()
         self._preemption_handler = None
         if self._scratch:
             shutil.rmtree(self._scratch, ignore_errors=True)
@@ -225,7 +245,7 @@ class MetricsLogger(keras.callbacks.Callback):
                  global_batch_size: int | None = None, initial_step: int = 0):
         super().__init__()
         if log_steps < 1:
-            raise ValueError(f"log_steps must be >= 1, got {log_steps}.")
+            raise ArgumentError(f"log_steps must be >= 1, got {log_steps}.", field="log_steps")
         self.log_dir = log_dir
         self.log_steps = log_steps
         self.jsonl_path = jsonl_path
@@ -324,25 +344,3 @@ class ProgressBar(keras.callbacks.Callback):
             self._bar.close()
             self._bar = None
 
-
-def write_json(path: str, data: dict) -> None:
-    """Writes `data` as JSON to `path` through a temporary file and an atomic rename.
-
-    Example:
-
-    >>> path = os.path.join(tempfile.mkdtemp(), "metrics.json")
-    >>> write_json(path, {"step": 10})
-    >>> json.load(open(path))
-    {'step': 10}
-    """
-    directory, name = os.path.split(os.path.abspath(path))
-    temporary = os.path.join(directory, f".{name}.tmp{os.getpid()}")
-    try:
-        with open(temporary, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise

@@ -1,6 +1,6 @@
 """Choosing the `tf.distribute` strategy and the precision a run trains under.
 
-`resolve_strategy` maps the `--strategy` names to strategies: `one_device`, `mirrored`
+`resolve_strategy` maps the strategy names to strategies: `one_device`, `mirrored`
 (all local GPUs, else all local CPU devices), `multi_worker` (a
 `MultiWorkerMirroredStrategy` over the cluster in `TF_CONFIG`), `tpu` (a `TPUStrategy`
 through `TPUClusterResolver`) and `auto`, which picks from what it finds. Multi-worker
@@ -16,6 +16,8 @@ import socket
 import urllib.parse
 
 import tensorflow as tf
+
+from keras_bert.errors import ArgumentError
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
@@ -37,7 +39,7 @@ def cluster_from_tf_config() -> dict:
     try:
         config = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"TF_CONFIG is not valid JSON: {e}") from None
+        raise ArgumentError(f"TF_CONFIG is not valid JSON: {e}", field="TF_CONFIG") from None
     return config.get("cluster", {})
 
 
@@ -61,14 +63,14 @@ def check_tpu_reachable(tpu: str, timeout: float = _TPU_CONNECT_TIMEOUT_S) -> No
         return
     address = urllib.parse.urlparse(tpu)
     if not address.hostname or not address.port:
-        raise ValueError(f"--tpu {tpu!r} must look like grpc://HOST:PORT.")
+        raise ArgumentError(f"tpu {tpu!r} must look like grpc://HOST:PORT.", field="tpu")
     try:
         with socket.create_connection((address.hostname, address.port), timeout=timeout):
             pass
     except OSError as e:
         raise ConnectionError(
-            f"TPU {tpu} is not reachable ({e}); check --tpu and that the TPU is up and "
-            "in the same network as this machine.") from None
+            f"TPU {tpu} is not reachable ({e}); check the tpu address and that the TPU is "
+            "up and in the same network as this machine.") from None
 
 
 def _tpu_strategy(tpu: str | None) -> tf.distribute.TPUStrategy:
@@ -84,7 +86,7 @@ def _tpu_strategy(tpu: str | None) -> tf.distribute.TPUStrategy:
 
 
 def resolve_strategy(name: str = "auto", tpu: str | None = None) -> tf.distribute.Strategy:
-    """A `tf.distribute.Strategy` for a `--strategy` name.
+    """A `tf.distribute.Strategy` for a strategy name.
 
     Args:
         name: "one_device" (the first GPU, else the CPU), "mirrored" (all local GPUs,
@@ -95,7 +97,8 @@ def resolve_strategy(name: str = "auto", tpu: str | None = None) -> tf.distribut
         tpu: the TPU address for "tpu" (default "local").
 
     Raises:
-        ValueError: an unknown name, or "multi_worker" without a cluster in TF_CONFIG.
+        ArgumentError: an unknown name, "multi_worker" without a cluster in TF_CONFIG,
+            or a `tpu` with a strategy other than "tpu"/"auto".
         ConnectionError: the TPU cannot be reached.
 
     Example:
@@ -104,7 +107,8 @@ def resolve_strategy(name: str = "auto", tpu: str | None = None) -> tf.distribut
     1
     """
     if name not in STRATEGIES:
-        raise ValueError(f"--strategy must be one of {STRATEGIES}, got {name!r}.")
+        raise ArgumentError(f"strategy must be one of {STRATEGIES}, got {name!r}.",
+                            field="strategy")
     if name == "auto":
         if tpu:
             name = "tpu"
@@ -115,16 +119,16 @@ def resolve_strategy(name: str = "auto", tpu: str | None = None) -> tf.distribut
         else:
             return tf.distribute.get_strategy()
     elif tpu and name != "tpu":
-        raise ValueError(f"--tpu {tpu!r} was given with --strategy {name}; use --strategy "
-                         "tpu (or auto).")
+        raise ArgumentError(f"tpu {tpu!r} was given with strategy {name!r}; use strategy "
+                            "'tpu' (or 'auto').", field="strategy")
     if name == "tpu":
         return _tpu_strategy(tpu)
     if name == "multi_worker":
         if not _num_workers(cluster_from_tf_config()):
-            raise ValueError("--strategy multi_worker needs the cluster in the TF_CONFIG "
-                             "environment variable, e.g. {\"cluster\": {\"worker\": "
-                             "[\"host1:port\", \"host2:port\"]}, \"task\": {\"type\": "
-                             "\"worker\", \"index\": 0}}.")
+            raise ArgumentError("strategy 'multi_worker' needs the cluster in the TF_CONFIG "
+                                "environment variable, e.g. {\"cluster\": {\"worker\": "
+                                "[\"host1:port\", \"host2:port\"]}, \"task\": {\"type\": "
+                                "\"worker\", \"index\": 0}}.", field="strategy")
         return tf.distribute.MultiWorkerMirroredStrategy()
     gpus = tf.config.list_logical_devices("GPU")
     if name == "one_device":
@@ -175,7 +179,7 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
 
 
 def resolve_precision(name: str, strategy: tf.distribute.Strategy) -> str:
-    """The Keras dtype policy for `--mixed_precision`.
+    """The Keras dtype policy for a `mixed_precision` name.
 
     "auto" is "mixed_bfloat16" on TPU, "mixed_float16" (Keras then adds dynamic loss
     scaling) on GPUs and "float32" on CPUs.
@@ -186,7 +190,8 @@ def resolve_precision(name: str, strategy: tf.distribute.Strategy) -> str:
     'float32'
     """
     if name not in PRECISIONS:
-        raise ValueError(f"--mixed_precision must be one of {PRECISIONS}, got {name!r}.")
+        raise ArgumentError(f"mixed_precision must be one of {PRECISIONS}, got {name!r}.",
+                            field="mixed_precision")
     if name != "auto":
         return name
     if is_tpu(strategy):

@@ -1,19 +1,32 @@
 """BERT pretraining (masked LM + next sentence) through `model.fit` on a tf.distribute
 strategy: what `keras-bert pretrain` runs.
 
-`run_pretraining` checks the data against the config before anything trains, builds the
-`BertPretrainer` and BERT's optimizer under the strategy's scope, resumes from the run's
-last checkpoint (weights, optimizer, step and input position), trains with periodic
-atomic checkpoints, TensorBoard logs and a progress bar, and ends with the encoder saved
-in the run directory (`keras_bert.load_encoder(output_dir)` loads it) and a
-`metrics.json` with the final masked-LM and next-sentence accuracy and loss.
+`Pretraining` checks everything that can be wrong before it writes anything: the output
+directory, the data against the config, the vocab files against the data, the config and
+the init checkpoint, the batch against the replicas, and the settings of a run the output
+directory already holds. It then builds the `BertPretrainer` and BERT's optimizer under
+the strategy's scope and resumes from the run's last checkpoint (weights, optimizer, step
+and input position). `fit()` trains with periodic atomic checkpoints, TensorBoard logs
+and a progress bar, and ends with the encoder saved in the run directory
+(`keras_bert.load_encoder(output_dir)` loads it) and a `metrics.json` with the final
+masked-LM and next-sentence accuracy and loss.
+
+Reusing a run directory: the same settings resume the run where it stopped. Settings that
+change what is trained (data, batch, steps, learning rate, config, seed, vocab, ...) are
+refused with a `MismatchError` that lists them (old -> new), unless `overwrite=True`
+(start afresh: the old run's files are removed when the new run starts) or, when only
+`num_train_steps` changed, `resume=True` (extend the run). Options that only change how
+the run is executed or recorded (`steps_per_execution`, `jit_compile`, checkpoint and
+logging intervals, the strategy) may change between starts.
 
 Run directory layout::
 
     output_dir/
       keras_bert_config.json, encoder.weights.h5   the trained encoder
+      vocab.txt                                    a copy of the vocab (when one is known)
       metrics.json                                 final metrics (last logging window)
-      run_config.json                              options, model config, data, strategy
+      run_config.json                              options, model config, data, strategy;
+                                                   `starts`: the settings of every start
       train_log.jsonl                              one JSON line per logging window
       checkpoints/ckpt-STEP.*                      training state, for resuming
       logs/train/                                  TensorBoard event files
@@ -22,19 +35,21 @@ Run directory layout::
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import logging
 import math
 import os
 import shutil
-import tempfile
 import time
 
 import keras
 import tensorflow as tf
 
+from keras_bert import errors, io
 from keras_bert.checkpoints import (
     KERAS_BERT_CONFIG,
+    KERAS_BERT_WEIGHTS,
     CheckpointError,
     load_encoder,
     load_pretrainer,
@@ -45,23 +60,43 @@ from keras_bert.config import PRESETS, BertConfig
 from keras_bert.data.masking import MaskedLmMasker
 from keras_bert.data.tfrecords import pretraining_dataset
 from keras_bert.encoder import BertEncoder
+from keras_bert.errors import (
+    ArgumentError,
+    InputNotFoundError,
+    MismatchError,
+    OutputError,
+    UserInputError,
+)
 from keras_bert.losses import pretraining_losses
 from keras_bert.models import BertPretrainer
 from keras_bert.training import distribute, validation
-from keras_bert.training.callbacks import (
-    MetricsLogger,
-    ProgressBar,
-    TrainingCheckpoint,
-    write_json,
-)
+from keras_bert.training.callbacks import MetricsLogger, ProgressBar, TrainingCheckpoint
 from keras_bert.training.optimization import OPTIMIZERS, create_optimizer
 
 logger = logging.getLogger("keras_bert")
 
 # The exit status of a run stopped by SIGTERM after saving (128 + SIGTERM, the code
-# schedulers read as "terminated, restart me").
+# schedulers read as "terminated, restart me"), and of one stopped by SIGINT (Ctrl-C).
 PREEMPTED_EXIT_CODE = 143
+INTERRUPTED_EXIT_CODE = 130
+# `fit()` returns {"preempted": True, "signal": NAME, ...} for a stopped run.
+SIGNAL_EXIT_CODES = {"SIGTERM": PREEMPTED_EXIT_CODE, "SIGINT": INTERRUPTED_EXIT_CODE}
 _MAX_STEPS_PER_EXECUTION = 1000
+
+RUN_CONFIG = "run_config.json"
+METRICS = "metrics.json"
+VOCAB_FILE = validation.VOCAB_FILE
+CHECKPOINTS = "checkpoints"
+# What a run writes into its directory (anything else there is left alone).
+_RUN_FILES = (CHECKPOINTS, "logs", "train_log.jsonl", METRICS, RUN_CONFIG, KERAS_BERT_CONFIG,
+              KERAS_BERT_WEIGHTS, VOCAB_FILE)
+# The names whose hidden temporaries a run writes into its directory.
+_TEMPORARIES = ("encoder", "previous-run", RUN_CONFIG, METRICS, VOCAB_FILE)
+# Options that change how a run is executed or recorded, not what it trains (or must
+# equal the data anyway): a resumed run may change them.
+_EXECUTION_OPTIONS = ("max_seq_length", "max_predictions_per_seq", "steps_per_execution",
+                      "save_checkpoints_steps", "keep_checkpoints", "log_steps",
+                      "jit_compile")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,28 +156,33 @@ class PretrainingOptions:
     next_sentence: bool | None = None
 
     def __post_init__(self):
-        problems = []
+        problems = []  # (field, message)
         for name in ("train_batch_size", "num_train_steps", "gradient_accumulation_steps",
                      "save_checkpoints_steps", "keep_checkpoints", "log_steps",
                      "shuffle_buffer_size"):
             if getattr(self, name) < 1:
-                problems.append(f"--{name} must be >= 1, got {getattr(self, name)}")
+                problems.append((name, f"{name} must be >= 1, got {getattr(self, name)}"))
         for name in ("max_seq_length", "max_predictions_per_seq", "steps_per_execution"):
             value = getattr(self, name)
             if value is not None and value < 1:
-                problems.append(f"--{name} must be >= 1, got {value}")
+                problems.append((name, f"{name} must be >= 1, got {value}"))
         if not 0 <= self.num_warmup_steps <= self.num_train_steps:
-            problems.append(f"--num_warmup_steps must be in [0, --num_train_steps="
-                            f"{self.num_train_steps}], got {self.num_warmup_steps}")
+            problems.append(("num_warmup_steps",
+                             f"num_warmup_steps must be in [0, num_train_steps="
+                             f"{self.num_train_steps}], got {self.num_warmup_steps}"))
         if self.learning_rate <= 0:
-            problems.append(f"--learning_rate must be > 0, got {self.learning_rate}")
+            problems.append(("learning_rate",
+                             f"learning_rate must be > 0, got {self.learning_rate}"))
         if self.optimizer not in OPTIMIZERS:
-            problems.append(f"--optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+            problems.append(("optimizer", f"optimizer must be one of {OPTIMIZERS}, got "
+                                          f"{self.optimizer!r}"))
         if self.mixed_precision not in distribute.PRECISIONS:
-            problems.append(f"--mixed_precision must be one of {distribute.PRECISIONS}, got "
-                            f"{self.mixed_precision!r}")
+            problems.append(("mixed_precision", f"mixed_precision must be one of "
+                             f"{distribute.PRECISIONS}, got {self.mixed_precision!r}"))
         if problems:
-            raise ValueError("Invalid pretraining options: " + "; ".join(problems) + ".")
+            raise ArgumentError("Invalid pretraining options: "
+                                + "; ".join(message for _, message in problems) + ".",
+                                field=problems[0][0])
 
     def micro_steps(self, updates: int) -> int:
         """Training steps (micro-batches) for a number of optimizer updates."""
@@ -156,21 +196,58 @@ def resolve_config(config: BertConfig | str | None, vocab_file: str | None = Non
     A preset takes the vocab's size when `vocab_file` is given (a preset describes the
     architecture, not a vocab); a config file is used exactly as written.
 
+    Raises:
+        ArgumentError: `config` is neither a preset nor a file (field "config").
+        DataError: the config file is malformed or lacks a required field.
+
     Example:
 
     >>> resolve_config("tiny").num_layers
     2
+    >>> resolve_config("huge")
+    Traceback (most recent call last):
+    ...
+    keras_bert.errors.ArgumentError: config 'huge' is neither a preset (...) nor a config file.
     """
     if isinstance(config, BertConfig):
         return config
-    config = config or "base"
+    config = os.fspath(config or "base")
     if os.path.isfile(config):
         return BertConfig.from_json_file(config)
     if config in PRESETS:
         overrides = {"vocab_size": validation.vocab_size_of(vocab_file)} if vocab_file else {}
         return BertConfig.from_preset(config, **overrides)
-    raise ValueError(f"--config {config!r} is neither a preset ({sorted(PRESETS)}) nor a "
-                     "config file.")
+    if os.path.isdir(config):
+        raise ArgumentError(f"config {config!r} is a directory; give the config file inside "
+                            "it, or pass the checkpoint as init_checkpoint.", field="config")
+    raise ArgumentError(f"config {config!r} is neither a preset ({sorted(PRESETS)}) nor a "
+                        "config file.", field="config")
+
+
+def _describe_config(config: BertConfig | str | None) -> str:
+    if isinstance(config, BertConfig):
+        return "the given config"
+    return f"config {os.fspath(config or 'base')}"
+
+
+def _read_checkpoint_config(init_checkpoint: str) -> BertConfig:
+    try:
+        return read_config(init_checkpoint)
+    except FileNotFoundError as e:
+        if isinstance(e, UserInputError):
+            raise
+        raise InputNotFoundError(f"init_checkpoint: {e}") from None
+
+
+def _check_config_matches_checkpoint(config: BertConfig, checkpoint_config: BertConfig,
+                                     init_checkpoint: str, config_source: str) -> None:
+    if config == checkpoint_config:
+        return
+    differs = {k: (v, getattr(checkpoint_config, k)) for k, v in config.to_dict().items()
+               if getattr(checkpoint_config, k) != v}
+    raise MismatchError(
+        f"{config_source} differs from init_checkpoint {init_checkpoint}'s config in "
+        f"{differs} (given, checkpoint); leave config out to use the checkpoint's.")
 
 
 def _steps_per_execution(options: PretrainingOptions, tpu: bool) -> int:
@@ -179,12 +256,13 @@ def _steps_per_execution(options: PretrainingOptions, tpu: bool) -> int:
                  options.micro_steps(options.log_steps)]
     if options.steps_per_execution is not None:
         steps = options.steps_per_execution
-        for name, interval in zip(("--save_checkpoints_steps", "--num_train_steps",
-                                   "--log_steps"), intervals):
+        for name, interval in zip(("save_checkpoints_steps", "num_train_steps",
+                                   "log_steps"), intervals):
             if interval % steps:
-                raise ValueError(
-                    f"{name} ({interval} steps) must be a multiple of --steps_per_execution "
-                    f"{steps}: checkpoints and logs happen between executions.")
+                raise ArgumentError(
+                    f"{name} ({interval} steps) must be a multiple of steps_per_execution "
+                    f"{steps}: checkpoints and logs happen between executions.",
+                    field="steps_per_execution")
         return steps
     if not tpu:
         return 1
@@ -194,19 +272,13 @@ def _steps_per_execution(options: PretrainingOptions, tpu: bool) -> int:
 
 def _build_pretrainer(config: BertConfig | None, init_checkpoint: str | None,
                       next_sentence: bool) -> BertPretrainer:
+    """A new pretrainer of `config`, or one with `init_checkpoint`'s weights (whose
+    config `Pretraining` has checked against `config` already)."""
     if not init_checkpoint:
         return BertPretrainer(BertEncoder(config), next_sentence=next_sentence)
-    # Check the config before reading any weights.
-    checkpoint_config = read_config(init_checkpoint)
-    if config is not None and config != checkpoint_config:
-        differs = {k: (v, getattr(checkpoint_config, k))
-                   for k, v in config.to_dict().items()
-                   if getattr(checkpoint_config, k) != v}
-        raise ValueError(f"--config differs from --init_checkpoint's config in {differs} "
-                         "(given, checkpoint); leave --config out to use the checkpoint's.")
     try:
         loaded = load_pretrainer(init_checkpoint)
-    except CheckpointError as e:
+    except (CheckpointError, errors.CheckpointError) as e:
         logger.info("%s; starting the pretraining heads from scratch.", e)
         loaded = BertPretrainer(load_encoder(init_checkpoint), next_sentence=next_sentence)
     if loaded.next_sentence == next_sentence:
@@ -254,8 +326,10 @@ def _return_vector_logs(model: keras.Model) -> None:
 def _export_encoder(encoder: BertEncoder, output_dir: str) -> None:
     """Saves the encoder into `output_dir` itself (beside the run's other files), each
     file renamed into place complete, the config last since it marks the directory as a
-    keras_bert checkpoint."""
-    staging = tempfile.mkdtemp(prefix=".encoder-", dir=output_dir)
+    keras_bert checkpoint. The staging directory is a hidden temporary that
+    `io.remove_stale_temporaries` clears if the process dies mid-way."""
+    staging = io.temporary_path(os.path.join(output_dir, "encoder"))
+    os.makedirs(staging)
     try:
         target = os.path.join(staging, "encoder")
         save_encoder(encoder, target)
@@ -289,9 +363,7 @@ def build_dataset(info: validation.PretrainingDataInfo, model: BertPretrainer,
     """
     masker = None
     if info.dynamic_masking:
-        if not vocab_file:
-            raise ValueError(f"{info.files[0]} holds unmasked instances (dynamic masking); "
-                             "pass --vocab_file so they can be masked while training.")
+        _check_masking_vocab(info, vocab_file)
         masker = MaskedLmMasker(
             vocab_file, max_predictions_per_seq=max_predictions_per_seq,
             masked_lm_prob=info.settings.get("masked_lm_prob", 0.15),
@@ -308,40 +380,151 @@ def build_dataset(info: validation.PretrainingDataInfo, model: BertPretrainer,
     return dataset.with_options(data_options)
 
 
+def _check_masking_vocab(info: validation.PretrainingDataInfo, vocab_file: str | None
+                         ) -> None:
+    if info.dynamic_masking and not vocab_file:
+        raise ArgumentError(
+            f"{info.files[0]} holds unmasked instances (dynamic masking); they are masked "
+            "while training, which needs the vocab: give vocab_file.", field="vocab_file")
+
+
+# --- the run directory ------------------------------------------------------------------
+
+def _run_settings(options: PretrainingOptions, next_sentence: bool, config: BertConfig,
+                  info: validation.PretrainingDataInfo, vocab_sha256: str | None,
+                  init_checkpoint: str | None) -> dict:
+    """What decides the result of a run: compared with the settings a run directory
+    records before resuming it (JSON-normalized, so a record read back compares equal)."""
+    trained = {k: v for k, v in dataclasses.asdict(options).items()
+               if k not in _EXECUTION_OPTIONS}
+    trained["next_sentence"] = next_sentence
+    settings = {
+        "options": trained,
+        "bert_config": config.to_dict(),
+        "data": {"files": [[os.path.basename(f), size]
+                           for f, size in zip(info.files, info.file_sizes)],
+                 "settings": info.settings, "vocab_sha256": info.vocab.get("sha256")},
+        "vocab_sha256": vocab_sha256,
+        "init_checkpoint": init_checkpoint and (
+            init_checkpoint if io.is_remote(init_checkpoint)
+            else os.path.abspath(init_checkpoint)),
+    }
+    return json.loads(json.dumps(settings))
+
+
+def _flatten(value, prefix: str = "") -> dict:
+    if isinstance(value, dict) and value:
+        flat = {}
+        for key, item in value.items():
+            flat.update(_flatten(item, f"{prefix}{key}."))
+        return flat
+    return {prefix[:-1]: value}
+
+
+_SETTING_NAMES = {"data.files": "input files", "data.vocab_sha256": "the data's vocab",
+                  "vocab_sha256": "vocab_file", "init_checkpoint": "init_checkpoint"}
+_MISSING = object()
+
+
+def _show(key: str, value) -> str:
+    if value is _MISSING:
+        return "(none)"
+    if key == "data.files" and isinstance(value, list):
+        shown = ", ".join(f"{name} ({size} bytes)" for name, size in value[:3])
+        return f"{len(value)} files: {shown}" + (", ..." if len(value) > 3 else "")
+    if key.endswith("sha256") and isinstance(value, str):
+        return f"sha256 {value[:12]}…"
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _differences(old: dict, new: dict) -> dict[str, str]:
+    """{setting: "old -> new"} for every setting that differs."""
+    old, new = _flatten(old), _flatten(new)
+    differences = {}
+    for key in sorted(set(old) | set(new)):
+        before, after = old.get(key, _MISSING), new.get(key, _MISSING)
+        if before != after:
+            name = _SETTING_NAMES.get(key) or key.removeprefix("options.").replace(
+                "bert_config.", "config.")
+            differences[key] = f"{name}: {_show(key, before)} → {_show(key, after)}"
+    return differences
+
+
+def _read_run_config(output_dir: str) -> dict | None:
+    path = os.path.join(output_dir, RUN_CONFIG)
+    if not io.exists(path):
+        return None
+    try:
+        record = io.read_json(path)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise OutputError(f"{path} is unreadable ({e}); remove it, or overwrite the run in "
+                          f"{output_dir}.") from None
+    return record if isinstance(record, dict) else None
+
+
+def _has_state(output_dir: str) -> bool:
+    """Whether a run directory holds anything of value: a checkpoint or a trained
+    encoder (a start that died before its first checkpoint leaves neither)."""
+    return bool(tf.train.latest_checkpoint(os.path.join(output_dir, CHECKPOINTS))
+                or io.exists(os.path.join(output_dir, METRICS))
+                or io.exists(os.path.join(output_dir, KERAS_BERT_CONFIG)))
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
 class Pretraining:
     """One pretraining run, set up and ready to `fit`.
 
-    Creating it does everything that can fail before training: resolves the strategy,
-    checks the data, config, vocab and batch against each other, builds the
-    `BertPretrainer` and BERT's optimizer under the strategy's scope, and restores the
-    run's last checkpoint. `fit()` then trains to `num_train_steps` and writes the
-    outputs. `run_pretraining` does both; the object is there to inspect the model or
-    the dataset in between.
+    Creating it does everything that can fail before training, and writes nothing:
+    checks that `output_dir` can be written, resolves the strategy, checks the data,
+    config, vocab files, init checkpoint and batch against each other and the settings
+    of a run `output_dir` already holds, builds the `BertPretrainer` and BERT's
+    optimizer under the strategy's scope, and restores the run's last checkpoint.
+    `fit()` then creates or updates the run directory, trains to `num_train_steps` and
+    writes the outputs. `run_pretraining` does both; the object is there to inspect the
+    model or the dataset in between.
 
     Args:
         input_file: comma-separated globs of TFRecords from `create-pretraining-data`.
         output_dir: the run directory (see the module docstring); rerunning with the same
-            directory resumes from its last checkpoint.
+            directory and settings resumes from its last checkpoint.
         config: a `BertConfig`, a preset name or a config JSON; None: the
             `init_checkpoint`'s config, else "base".
         options: `PretrainingOptions`.
-        vocab_file: the vocab.txt; checked against the embedding table and the data.
+        vocab_file: the vocab.txt; checked against the embedding table, the data and
+            the init checkpoint's vocab.txt, and copied into the run directory.
         strategy: a `tf.distribute.Strategy` or a name for `resolve_strategy`.
         tpu: the TPU for `strategy="tpu"`.
         init_checkpoint: weights to start from (Google, Hugging Face or keras_bert);
             a run that resumes from its own checkpoint only takes the config from it.
+            A vocab.txt beside it is checked against the data and `vocab_file`.
         progress: show a progress bar.
+        overwrite: when `output_dir` holds a run, start a new one in its place (its
+            files are removed when `fit()` starts, not before), whatever its settings.
+        resume: when `output_dir` holds a run whose settings differ only in
+            `num_train_steps`, continue it to the new step count.
 
     Attributes:
         strategy, model, dataset: what `fit` uses.
         start_step, total_steps: the step restored (0 for a new run) and the last one,
             both in training steps (micro-batches).
+        start_kind: "started", "resumed", "extended", "restarted" (a previous start
+            saved nothing) or "overwrote".
         run_config: the settings recorded in `run_config.json`.
 
     Raises:
-        ValueError, FileNotFoundError, ConnectionError: for data that does not match the
-        config or flags, a vocab larger than the embedding table, a batch that does not
-        split over the replicas, or an unreachable TPU.
+        OutputError: `output_dir` is a file or cannot be written.
+        InputNotFoundError: no input file, vocab file or init checkpoint there.
+        DataError: malformed or truncated TFRecords, a malformed config file.
+        MismatchError: data that does not fit the config or options, vocabs that do not
+            belong to the data or checkpoint, a config that is not the checkpoint's, or
+            a run in `output_dir` with other settings.
+        ArgumentError: an option out of range (named by its field), a batch that does
+            not split over the replicas.
+        ConnectionError: an unreachable TPU.
 
     Example:
 
@@ -356,7 +539,15 @@ class Pretraining:
                  options: PretrainingOptions = PretrainingOptions(), *,
                  vocab_file: str | None = None,
                  strategy: tf.distribute.Strategy | str = "auto", tpu: str | None = None,
-                 init_checkpoint: str | None = None, progress: bool = True):
+                 init_checkpoint: str | None = None, progress: bool = True,
+                 overwrite: bool = False, resume: bool = False):
+        if overwrite and resume:
+            raise ArgumentError("overwrite and resume exclude each other: overwrite starts "
+                                "a new run, resume continues the old one.", field="overwrite")
+        output_dir = os.fspath(output_dir)
+        vocab_file = vocab_file and os.fspath(vocab_file)
+        init_checkpoint = init_checkpoint and os.fspath(init_checkpoint)
+        io.check_writable(output_dir, kind="directory", what="output_dir")
         # Multi-worker and TPU strategies configure the runtime: before any other TF op.
         if isinstance(strategy, str):
             strategy = distribute.resolve_strategy(strategy, tpu)
@@ -364,11 +555,34 @@ class Pretraining:
         self.options = options
         self.output_dir = output_dir
         self.progress = progress
-        info = validation.inspect_pretraining_data(input_file)
+        self.info = info = validation.inspect_pretraining_data(input_file)
         validation.check_data_flags(info, max_seq_length=options.max_seq_length,
                                     max_predictions_per_seq=options.max_predictions_per_seq)
-        explicit_config = None if config is None and init_checkpoint else resolve_config(
-            config, vocab_file)
+
+        # The config, and everything it must agree with, before building anything.
+        explicit_config, config_source = None, "the model"
+        if config is not None or not init_checkpoint:
+            explicit_config = resolve_config(config, vocab_file)
+            config_source = _describe_config(config)
+        if init_checkpoint:
+            checkpoint_config = _read_checkpoint_config(init_checkpoint)
+            if explicit_config is not None:
+                _check_config_matches_checkpoint(explicit_config, checkpoint_config,
+                                                 init_checkpoint, config_source)
+            else:
+                config_source = f"init_checkpoint {init_checkpoint}"
+            bert_config = checkpoint_config
+        else:
+            bert_config = explicit_config
+        validation.check_data_fits_model(info, bert_config, config_source)
+        checkpoint_vocab = (validation.checkpoint_vocab_file(init_checkpoint)
+                            if init_checkpoint else None)
+        validation.check_vocab(vocab_file, bert_config, info,
+                               checkpoint_vocab=checkpoint_vocab,
+                               pretrained=bool(init_checkpoint), config_source=config_source)
+        self._vocab_source = vocab_file or checkpoint_vocab
+        _check_masking_vocab(info, vocab_file)
+
         replicas = strategy.num_replicas_in_sync
         per_replica = validation.check_batch(options.train_batch_size, replicas,
                                              options.gradient_accumulation_steps)
@@ -379,7 +593,10 @@ class Pretraining:
         max_predictions = (info.max_predictions_per_seq or options.max_predictions_per_seq
                            or info.settings.get("max_predictions_per_seq", 20))
         self.is_chief = distribute.is_chief(strategy)
-        os.makedirs(output_dir, exist_ok=True)
+        settings = _run_settings(options, next_sentence, bert_config, info,
+                                 vocab_file and io.file_sha256(vocab_file), init_checkpoint)
+        self.start_kind = self._start_kind(settings, overwrite=overwrite, resume=resume)
+        self._replace_previous = self.start_kind in ("restarted", "overwrote")
 
         policy = distribute.resolve_precision(options.mixed_precision, strategy)
         previous_policy = keras.mixed_precision.global_policy()
@@ -388,10 +605,6 @@ class Pretraining:
             keras.utils.set_random_seed(options.seed)
             with strategy.scope():
                 model = _build_pretrainer(explicit_config, init_checkpoint, next_sentence)
-                bert_config = model.encoder.config
-                validation.check_data_fits_model(info, bert_config)
-                if vocab_file:
-                    validation.check_vocab(vocab_file, bert_config, info)
                 optimizer = create_optimizer(
                     options.learning_rate, options.num_train_steps, options.num_warmup_steps,
                     optimizer=options.optimizer, weight_decay=options.weight_decay,
@@ -407,12 +620,15 @@ class Pretraining:
         if distribute.num_workers(strategy) > 1:
             _return_vector_logs(model)
         self.model = model
-        self.checkpoint = TrainingCheckpoint(
-            os.path.join(output_dir, "checkpoints"), model,
-            options.micro_steps(options.save_checkpoints_steps),
-            max_to_keep=options.keep_checkpoints, strategy=strategy)
-        self.start_step = self.checkpoint.restore()
+        self.checkpoint = self._new_checkpoint()
+        # A run that replaces the directory's old one starts from step 0.
+        self.start_step = 0 if self._replace_previous else self.checkpoint.restore()
         self.total_steps = options.micro_steps(options.num_train_steps)
+        if self.start_step > self.total_steps:
+            raise ArgumentError(
+                f"num_train_steps {options.num_train_steps} ({self.total_steps} steps) is "
+                f"below the step the run in {output_dir} has reached ({self.start_step}); "
+                "a run can be extended, not shortened.", field="num_train_steps")
         self.micro_batch_size = options.train_batch_size // options.gradient_accumulation_steps
         self.dataset = build_dataset(
             info, model, self.micro_batch_size, max_predictions, seed=options.seed,
@@ -428,8 +644,8 @@ class Pretraining:
             "num_workers": distribute.num_workers(strategy),
             "per_replica_batch_size": per_replica, "steps_per_execution": steps_per_execution,
             "dtype_policy": policy, "jit_compile": bool(model.jit_compile),
-            "init_checkpoint": init_checkpoint and os.fspath(init_checkpoint),
-            "vocab_file": vocab_file and os.fspath(vocab_file),
+            "init_checkpoint": init_checkpoint, "vocab_file": vocab_file,
+            "settings": settings,
         }
         logger.info("Pretraining L%d/H%d on %d replica(s) (%s, %s): global batch %d (%d per "
                     "replica%s), %s at step %d of %d.", bert_config.num_layers,
@@ -440,19 +656,144 @@ class Pretraining:
                     "resuming" if self.start_step else "starting", self.start_step,
                     self.total_steps)
 
+    # --- the run directory -------------------------------------------------------------
+    def _start_kind(self, settings: dict, *, overwrite: bool, resume: bool) -> str:
+        """How this start relates to the run `output_dir` holds; raises `MismatchError`
+        when that run has other settings and neither `overwrite` nor (for a new step
+        count only) `resume` allows going on."""
+        output_dir = self.output_dir
+        record = _read_run_config(output_dir) if io.isdir(output_dir) else None
+        if not (io.isdir(output_dir) and _has_state(output_dir)):
+            return "started" if record is None else "restarted"
+        if overwrite:
+            return "overwrote"
+        previous = (record or {}).get("settings")
+        if previous is None:
+            logger.warning("%s holds a run without recorded settings (from an older "
+                           "keras_bert?); resuming it without comparing them.", output_dir)
+            return "resumed"
+        differences = _differences(previous, settings)
+        if not differences:
+            return "resumed"
+        if resume and set(differences) == {"options.num_train_steps"}:
+            logger.info("Extending the run in %s: %s.", output_dir,
+                        differences["options.num_train_steps"])
+            return "extended"
+        starts = record.get("starts") or [{}]
+        since = f" (started {starts[0]['time']})" if starts[0].get("time") else ""
+        if set(differences) == {"options.num_train_steps"}:
+            advice = ("pass resume=True to continue it to the new num_train_steps, or "
+                      "overwrite=True to start a new run in its place")
+        else:
+            advice = ("use another output_dir, or pass overwrite=True to start a new run "
+                      "in its place (the old run's files are removed when it starts)")
+        raise MismatchError(
+            f"{output_dir} holds a run{since} with other settings: "
+            + "; ".join(differences.values()) + f". To resume it, use its settings; else "
+            f"{advice}.")
+
+    def _new_checkpoint(self) -> TrainingCheckpoint:
+        options = self.options
+        return TrainingCheckpoint(
+            os.path.join(self.output_dir, CHECKPOINTS), self.model,
+            options.micro_steps(options.save_checkpoints_steps),
+            max_to_keep=options.keep_checkpoints, strategy=self.strategy)
+
+    def _run_files(self) -> list[str]:
+        """The entries of the run directory that belong to the run."""
+        names = list(_RUN_FILES)
+        if self._vocab_source and os.path.abspath(self._vocab_source) == os.path.abspath(
+                os.path.join(self.output_dir, VOCAB_FILE)):
+            names.remove(VOCAB_FILE)  # the given vocab itself: not the run's copy
+        return [n for n in names if io.exists(os.path.join(self.output_dir, n))]
+
+    def _move_previous_aside(self) -> str | None:
+        """Moves the old run's files into a hidden temporary directory (removed once the
+        new run is set up; `io.remove_stale_temporaries` clears one a crash leaves).
+        Remote directories cannot rename directories: their old files are removed."""
+        output_dir, names = self.output_dir, self._run_files()
+        if io.is_remote(output_dir):
+            gfile = tf.io.gfile
+            for name in names:
+                path = os.path.join(output_dir, name)
+                (gfile.rmtree if gfile.isdir(path) else gfile.remove)(path)
+            return None
+        aside = io.temporary_path(os.path.join(output_dir, "previous-run"))
+        os.makedirs(aside)
+        for name in names:
+            os.replace(os.path.join(output_dir, name), os.path.join(aside, name))
+        logger.info("%s the previous run in %s (its files: %s).",
+                    "Replacing" if self.start_kind == "overwrote" else "Restarting",
+                    output_dir, ", ".join(names) or "none")
+        return aside
+
+    def _restore_previous(self, aside: str) -> None:
+        for name in os.listdir(aside):
+            target = os.path.join(self.output_dir, name)
+            if os.path.isdir(target):
+                shutil.rmtree(target, ignore_errors=True)
+            os.replace(os.path.join(aside, name), target)
+        shutil.rmtree(aside, ignore_errors=True)
+
+    def _copy_vocab(self) -> None:
+        source = self._vocab_source
+        target = os.path.join(self.output_dir, VOCAB_FILE)
+        if not source or os.path.abspath(source) == os.path.abspath(target):
+            return
+        if io.exists(target) and io.file_sha256(target) == io.file_sha256(source):
+            return
+        with io.open_file(source, "rb") as f, io.atomic_write(target, "wb") as copy:
+            shutil.copyfileobj(f, copy)
+
+    def _write_run_config(self) -> None:
+        path = os.path.join(self.output_dir, RUN_CONFIG)
+        starts = []
+        previous = _read_run_config(self.output_dir)
+        if previous is not None:
+            starts = previous.get("starts") or [{"time": None, "kind": "started",
+                                                  "start_step": 0, **previous}]
+        start = {"time": _now(), "kind": self.start_kind, "start_step": self.start_step,
+                 **self.run_config}
+        io.write_json(path, {**self.run_config, "starts": [*starts, start]})
+
+    def _prepare_output_dir(self) -> None:
+        """Creates or updates the run directory (the chief's part of starting)."""
+        io.makedirs(self.output_dir)
+        io.remove_stale_temporaries(self.output_dir, owned=lambda name: name in _TEMPORARIES)
+        aside = self._move_previous_aside() if self._replace_previous else None
+        try:
+            self._copy_vocab()
+            self._write_run_config()
+        except BaseException:
+            if aside:
+                self._restore_previous(aside)
+            raise
+        if aside:
+            shutil.rmtree(aside, ignore_errors=True)
+
+    # --- training ----------------------------------------------------------------------
     def fit(self, callbacks=()) -> dict:
         """Trains from `start_step` to the end; returns the final metrics (also written
-        to `metrics.json`), or `{"preempted": True, "step", "checkpoint"}` when SIGTERM
-        stopped the run after saving. `callbacks` are further Keras callbacks (the
-        `batch` they get counts from `start_step`: add it for the global step)."""
+        to `metrics.json`), or `{"preempted": True, "signal", "step", "checkpoint"}`
+        when SIGTERM or SIGINT (`signal`: "SIGTERM" or "SIGINT"; see
+        `SIGNAL_EXIT_CODES`) stopped the run after saving a checkpoint. `callbacks` are
+        further Keras callbacks (the `batch` they get counts from `start_step`: add it
+        for the global step).
+
+        Raises:
+            DataError: an input file turned out to be corrupted while training."""
         output_dir, options = self.output_dir, self.options
-        metrics_path = os.path.join(output_dir, "metrics.json")
-        if self.start_step >= self.total_steps and os.path.isfile(metrics_path):
+        metrics_path = os.path.join(output_dir, METRICS)
+        if (not self._replace_previous and self.start_step >= self.total_steps
+                and io.exists(metrics_path)):
             logger.info("%s already finished at step %d.", output_dir, self.start_step)
-            with open(metrics_path, encoding="utf-8") as f:
-                return json.load(f)
+            return io.read_json(metrics_path)
         if self.is_chief:
-            write_json(os.path.join(output_dir, "run_config.json"), self.run_config)
+            self._prepare_output_dir()
+        if self._replace_previous:
+            # The old checkpoints are gone: a manager that saw them must not track them.
+            self.checkpoint = self._new_checkpoint()
+            self._replace_previous = False
         metrics_logger = MetricsLogger(
             os.path.join(output_dir, "logs", "train") if self.is_chief else None,
             min(options.micro_steps(options.log_steps), self.total_steps),
@@ -461,14 +802,21 @@ class Pretraining:
         progress = ProgressBar(self.total_steps, initial_step=self.start_step,
                                disable=not (self.progress and self.is_chief))
         started = time.monotonic()
-        if self.start_step < self.total_steps:
-            self.model.fit(self.dataset, epochs=1,
-                           steps_per_epoch=self.total_steps - self.start_step, verbose=0,
-                           shuffle=False,
-                           callbacks=[self.checkpoint, metrics_logger, progress,
-                                      *callbacks])
+        try:
+            if self.start_step < self.total_steps:
+                self.model.fit(self.dataset, epochs=1,
+                               steps_per_epoch=self.total_steps - self.start_step, verbose=0,
+                               shuffle=False,
+                               callbacks=[self.checkpoint, metrics_logger, progress,
+                                          *callbacks])
+        except tf.errors.DataLossError as e:
+            raise validation.data_loss_error(self.info.files, e) from e
+        finally:
+            # Also when fit raised (Keras then skips on_train_end).
+            self.checkpoint._restore_signal_handlers()
         if self.checkpoint.preempted:
-            return {"preempted": True, "step": self.checkpoint.step,
+            return {"preempted": True, "signal": self.checkpoint.stop_signal,
+                    "step": self.checkpoint.step,
                     "checkpoint": self.checkpoint.latest_checkpoint}
         metrics = {**metrics_logger.last, "step": options.num_train_steps,
                    "train_seconds": time.monotonic() - started,
@@ -476,7 +824,7 @@ class Pretraining:
                    "num_replicas": self.strategy.num_replicas_in_sync}
         if self.is_chief:
             _export_encoder(self.model.encoder, output_dir)
-            write_json(metrics_path, metrics)
+            io.write_json(metrics_path, metrics)
         return metrics
 
 
@@ -486,13 +834,15 @@ def run_pretraining(input_file: str, output_dir: str,
     """Pretrains BERT on TFRecords of masked-LM/NSP instances; resumes an interrupted run.
 
     `Pretraining(input_file, output_dir, config, options, **kwargs).fit()`: see
-    `Pretraining` for the arguments and the errors raised before training starts.
+    `Pretraining` for the arguments (`overwrite`, `resume`, ...) and the errors raised
+    before training starts.
 
     Returns:
         The final metrics (also in `output_dir/metrics.json`): `masked_lm_accuracy`,
         `masked_lm_loss`, `next_sentence_accuracy`, `next_sentence_loss`, `loss` over
-        the last logging window, `step`, and throughput. A run stopped by SIGTERM returns
-        `{"preempted": True, "step": ...}` after saving a checkpoint.
+        the last logging window, `step`, and throughput. A run stopped by SIGTERM or
+        SIGINT returns `{"preempted": True, "signal": "SIGTERM" or "SIGINT", "step":
+        ...}` after saving a checkpoint.
 
     Example:
 

@@ -2,16 +2,19 @@
 problem instead of a crash (or silent garbage) hours into a run.
 
 `inspect_pretraining_data` reads the schema, sequence length and token ids of the
-TFRecords (and the `pretraining_data*.json` sidecar written beside them, if any);
-the `check_*` functions compare them with the model config, the vocab and the batch.
+TFRecords (and the `pretraining_data*.json` sidecar written beside them, if any) and
+checks that no file is cut short; the `check_*` functions compare them with the model
+config, the vocab files and the batch. Every error is a `keras_bert.errors` type that
+names the fields and files involved: `DataError` for malformed data, `MismatchError` for
+inputs that do not belong together, `ArgumentError` for a value out of range.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import glob
-import hashlib
+import fnmatch
 import json
+import logging
 import os
 
 import keras
@@ -19,21 +22,23 @@ import numpy as np
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
+from keras_bert import io
 from keras_bert.config import BertConfig
+from keras_bert.data.tfrecords import (
+    MASKED_LM_FEATURES,
+    PRETRAINING_SCHEMA,
+    SIDECAR_PATTERN,
+    check_shard_sizes,
+)
+from keras_bert.errors import ArgumentError, DataError, InputNotFoundError, MismatchError
 
-# google-research/bert's schema: name -> (kind, width); widths "L" = max_seq_length,
-# "P" = max_predictions_per_seq.
-_SCHEMA = {
-    "input_ids": ("int64_list", "L"),
-    "input_mask": ("int64_list", "L"),
-    "segment_ids": ("int64_list", "L"),
-    "masked_lm_positions": ("int64_list", "P"),
-    "masked_lm_ids": ("int64_list", "P"),
-    "masked_lm_weights": ("float_list", "P"),
-    "next_sentence_labels": ("int64_list", 1),
-}
-_MASKED_LM = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+logger = logging.getLogger("keras_bert")
+
 _FILES_CHECKED = 64
+# The record framing of local files is walked before training, up to this many bytes in
+# all (about a second per GiB); files past it are only checked if training hits an error.
+_FRAMING_CHECK_BYTES = 4 << 30
+VOCAB_FILE = "vocab.txt"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +54,8 @@ class PretrainingDataInfo:
         records_read: how many records `max_token_id` was taken from.
         settings: the sidecar's settings ({} without a sidecar).
         vocab: the sidecar's vocab record, {"sha256", "size"} ({} without one).
+        sidecar: the sidecar's path (None without one).
+        file_sizes: the size in bytes of each file.
     """
 
     files: tuple[str, ...]
@@ -58,33 +65,17 @@ class PretrainingDataInfo:
     records_read: int
     settings: dict
     vocab: dict
+    sidecar: str | None = None
+    file_sizes: tuple[int, ...] = ()
 
     @property
     def dynamic_masking(self) -> bool:
         return self.max_predictions_per_seq is None
 
-
-def match_files(file_pattern: str) -> list[str]:
-    """Files matching comma-separated globs (local or any `tf.io.gfile` filesystem).
-
-    Example:
-
-    >>> match_files("/nonexistent/*.tfrecord")
-    Traceback (most recent call last):
-    ...
-    FileNotFoundError: --input_file pattern '/nonexistent/*.tfrecord' matches no file.
-    """
-    files: list[str] = []
-    for pattern in (p.strip() for p in file_pattern.split(",")):
-        if not pattern:
-            continue
-        matched = sorted(tf.io.gfile.glob(pattern))
-        if not matched:
-            raise FileNotFoundError(f"--input_file pattern {pattern!r} matches no file.")
-        files.extend(f for f in matched if f not in files)
-    if not files:
-        raise FileNotFoundError("--input_file names no file.")
-    return files
+    @property
+    def where(self) -> str:
+        """How messages name the data: its sidecar, else its first file."""
+        return self.sidecar or self.files[0]
 
 
 def _first_record(path: str) -> bytes:
@@ -92,8 +83,73 @@ def _first_record(path: str) -> bytes:
         for record in tf.data.TFRecordDataset(path).take(1):
             return record.numpy()
     except tf.errors.DataLossError as e:
-        raise ValueError(f"{path} is not a TFRecord file ({e.message}).") from None
-    raise ValueError(f"{path} holds no records; remove it or recreate the data.")
+        raise DataError(f"not a TFRecord file, or cut short inside its first record "
+                        f"({e.message}); copy or recreate it.", path=path) from None
+    raise DataError("holds no records; remove it or recreate the data.", path=path)
+
+
+def corrupt_record(path: str, size: int | None = None) -> str | None:
+    """Where a TFRecord file's framing breaks (a record that runs past the end of the
+    file, as a cut copy leaves it), as a message; None when every record is complete.
+
+    Reads only the 8-byte length of each record (TFRecord framing: length, length CRC,
+    data, data CRC). Local files only (None for remote ones).
+
+    Example:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.tfrecord")
+    >>> with tf.io.TFRecordWriter(path) as w:
+    ...     for _ in range(3):
+    ...         w.write(b"0123456789")
+    >>> corrupt_record(path) is None
+    True
+    >>> _ = os.truncate(path, 70)
+    >>> corrupt_record(path)
+    'record 3 (at byte 52) needs 26 bytes but the file ends after 18; the file is cut short or corrupted'
+    """
+    if io.is_remote(path):
+        return None
+    size = os.path.getsize(path) if size is None else size
+    position, number = 0, 0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        while position < size:
+            number += 1
+            header = os.pread(fd, 8, position)
+            needed = 16 + int.from_bytes(header, "little") if len(header) == 8 else 16
+            if position + needed > size:
+                return (f"record {number} (at byte {position}) needs {needed} bytes but the "
+                        f"file ends after {size - position}; the file is cut short or "
+                        "corrupted")
+            position += needed
+    finally:
+        os.close(fd)
+    return None
+
+
+def _check_framing(files: list[str], sizes: list[int]) -> None:
+    budget = _FRAMING_CHECK_BYTES
+    for path, size in zip(files, sizes):
+        if size > budget:
+            break
+        budget -= size
+        problem = corrupt_record(path, size)
+        if problem:
+            raise DataError(f"{problem} (an interrupted copy?); copy or recreate it.",
+                            path=path)
+
+
+def data_loss_error(files, error: Exception) -> DataError:
+    """The `DataError` for a `tf.errors.DataLossError` met while reading `files`: the
+    file whose framing breaks, found by walking them all, else the files' pattern."""
+    for path in files:
+        problem = corrupt_record(path)
+        if problem:
+            return DataError(f"{problem}; copy or recreate it.", path=path)
+    message = getattr(error, "message", str(error))
+    return DataError(f"one of the {len(files)} input files (from {files[0]}) is corrupted: "
+                     f"{message}")
 
 
 def _schema_of(path: str, record: bytes) -> tuple[int, int | None]:
@@ -102,42 +158,67 @@ def _schema_of(path: str, record: bytes) -> tuple[int, int | None]:
     try:
         features = tf.train.Example.FromString(record).features.feature
     except DecodeError as e:
-        raise ValueError(f"{path} does not hold tf.train.Example records ({e}).") from None
-    required = [n for n in _SCHEMA if n not in _MASKED_LM]
+        raise DataError(f"does not hold tf.train.Example records ({e}).", path=path) from None
+    required = [n for n in PRETRAINING_SCHEMA if n not in MASKED_LM_FEATURES]
     missing = [n for n in required if n not in features]
-    present_mlm = [n for n in _MASKED_LM if n in features]
-    if missing or 0 < len(present_mlm) < len(_MASKED_LM):
-        lacking = missing + [n for n in _MASKED_LM if present_mlm and n not in features]
-        raise ValueError(
-            f"{path} is not BERT pretraining data: it lacks the features {lacking} (it has "
-            f"{sorted(features)}). Expected google-research/bert's schema {list(_SCHEMA)}, "
-            "as `keras-bert create-pretraining-data` writes it.")
+    present_mlm = [n for n in MASKED_LM_FEATURES if n in features]
+    if missing or 0 < len(present_mlm) < len(MASKED_LM_FEATURES):
+        lacking = missing + [n for n in MASKED_LM_FEATURES if present_mlm and n not in features]
+        raise DataError(
+            f"not BERT pretraining data: it lacks the features {lacking} (it has "
+            f"{sorted(features)}). Expected google-research/bert's schema "
+            f"{list(PRETRAINING_SCHEMA)}, as `keras-bert create-pretraining-data` writes it.",
+            path=path)
     widths = {}
     for name in required + present_mlm:
-        kind, width = _SCHEMA[name]
+        kind, width = PRETRAINING_SCHEMA[name]
         feature = features[name]
         if feature.WhichOneof("kind") != kind:
-            raise ValueError(f"{path}: feature {name!r} is a {feature.WhichOneof('kind')}, "
-                             f"expected a {kind}.")
+            raise DataError(f"feature {name!r} is a {feature.WhichOneof('kind')}, expected "
+                            f"a {kind}.", path=path)
         length = len(getattr(feature, kind).value)
         if width == 1 and length != 1:
-            raise ValueError(f"{path}: feature {name!r} has {length} values, expected 1.")
+            raise DataError(f"feature {name!r} has {length} values, expected 1.", path=path)
         if isinstance(width, str) and widths.setdefault(width, (name, length))[1] != length:
             other, other_length = widths[width]
-            raise ValueError(f"{path}: features {other!r} ({other_length} values) and "
-                             f"{name!r} ({length}) must have the same length.")
-    return widths["L"][1], widths["P"][1] if "P" in widths else None
+            raise DataError(f"features {other!r} ({other_length} values) and {name!r} "
+                            f"({length}) must have the same length.", path=path)
+    predictions = widths.get("max_predictions_per_seq")
+    return widths["max_seq_length"][1], predictions[1] if predictions else None
 
 
-def _read_sidecar(files: list[str]) -> dict:
+def _read_sidecar(files: list[str]) -> tuple[str | None, dict]:
     directory = os.path.dirname(files[0])
-    for path in sorted(glob.glob(os.path.join(directory, "pretraining_data*.json"))):
-        with open(path, encoding="utf-8") as f:
-            try:
-                return json.load(f)
-            except json.JSONDecodeError:
-                continue
-    return {}
+    names = sorted(n.rstrip("/") for n in io.listdir(directory or "."))
+    for name in fnmatch.filter(names, SIDECAR_PATTERN):
+        path = os.path.join(directory, name)
+        try:
+            return path, io.read_json(path)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+    return None, {}
+
+
+def _max_token_id(files: list[str], sample_records: int) -> tuple[int, int]:
+    max_id, count = 0, 0
+    for path in files:
+        if count >= sample_records:
+            break
+        try:
+            for record in tf.data.TFRecordDataset(path).take(sample_records - count):
+                try:
+                    features = tf.train.Example.FromString(record.numpy()).features.feature
+                except DecodeError as e:
+                    raise DataError(f"record {count + 1} is not a tf.train.Example ({e}).",
+                                    path=path) from None
+                for name in ("input_ids", "masked_lm_ids"):
+                    if name in features and features[name].int64_list.value:
+                        max_id = max(max_id, int(np.max(features[name].int64_list.value)))
+                count += 1
+        except tf.errors.DataLossError as e:
+            raise DataError(f"corrupted or cut short ({e.message}); copy or recreate it.",
+                            path=path) from None
+    return max_id, count
 
 
 def inspect_pretraining_data(file_pattern: str, sample_records: int = 2000
@@ -145,11 +226,14 @@ def inspect_pretraining_data(file_pattern: str, sample_records: int = 2000
     """Reads the schema and token ids of pretraining TFRecords.
 
     Every file's first record (up to 64 files) must have google-research/bert's schema
-    with the same lengths; the first `sample_records` records give the largest token id.
+    with the same lengths; the first `sample_records` records give the largest token id;
+    each file must have the size its sidecar records (if it records one), and the
+    record framing of local files (up to 4 GiB in all) must be complete.
 
     Raises:
-        FileNotFoundError: the pattern matches nothing.
-        ValueError: a file is not pretraining data, or files disagree on lengths.
+        InputNotFoundError: the pattern matches nothing.
+        DataError: a file is not pretraining data, is cut short, or files disagree on
+            lengths.
 
     Example:
 
@@ -157,33 +241,31 @@ def inspect_pretraining_data(file_pattern: str, sample_records: int = 2000
     >>> info.max_seq_length, info.max_predictions_per_seq  # doctest: +SKIP
     (128, 20)
     """
-    files = match_files(file_pattern)
+    files = io.expand_patterns(file_pattern, what="input_file")
+    sizes = [io.file_size(f) for f in files]
     shapes = {}
     for path in files[:_FILES_CHECKED]:
         shapes[path] = _schema_of(path, _first_record(path))
     distinct = sorted(set(shapes.values()), key=str)
     if len(distinct) > 1:
         examples = {shape: path for path, shape in shapes.items()}
-        raise ValueError("The input files were written with different (max_seq_length, "
-                         f"max_predictions_per_seq): {examples}; train on one kind at a "
-                         "time.")
+        raise DataError("The input files were written with different (max_seq_length, "
+                        f"max_predictions_per_seq): {examples}; train on one kind at a "
+                        "time.")
     max_seq_length, max_predictions = distinct[0]
-    max_id, count = 0, 0
-    for record in tf.data.TFRecordDataset(files[:_FILES_CHECKED]).take(sample_records):
-        features = tf.train.Example.FromString(record.numpy()).features.feature
-        for name in ("input_ids", "masked_lm_ids"):
-            if name in features and features[name].int64_list.value:
-                max_id = max(max_id, int(np.max(features[name].int64_list.value)))
-        count += 1
-    sidecar = _read_sidecar(files)
+    check_shard_sizes(files)  # against the sizes the sidecar records, if any
+    _check_framing(files, sizes)
+    max_id, count = _max_token_id(files[:_FILES_CHECKED], sample_records)
+    sidecar_path, sidecar = _read_sidecar(files)
     return PretrainingDataInfo(tuple(files), max_seq_length, max_predictions, max_id, count,
-                               sidecar.get("settings", {}), sidecar.get("vocab", {}))
+                               sidecar.get("settings", {}), sidecar.get("vocab", {}),
+                               sidecar_path, tuple(sizes))
 
 
 def check_data_flags(info: PretrainingDataInfo, *, max_seq_length: int | None = None,
                      max_predictions_per_seq: int | None = None) -> None:
-    """Raises ValueError when `--max_seq_length` / `--max_predictions_per_seq` (None:
-    not given) differ from what the data holds.
+    """Raises `MismatchError` when the options `max_seq_length` /
+    `max_predictions_per_seq` (None: not given) differ from what the data holds.
 
     Example:
 
@@ -191,25 +273,26 @@ def check_data_flags(info: PretrainingDataInfo, *, max_seq_length: int | None = 
     >>> check_data_flags(info, max_seq_length=64)
     Traceback (most recent call last):
     ...
-    ValueError: a.tfrecord holds sequences of length 128, but --max_seq_length is 64; ...
+    keras_bert.errors.MismatchError: a.tfrecord holds sequences of length 128, but max_seq_length is 64; ...
     """
     where = info.files[0]
     if max_seq_length is not None and max_seq_length != info.max_seq_length:
-        raise ValueError(
-            f"{where} holds sequences of length {info.max_seq_length}, but --max_seq_length "
-            f"is {max_seq_length}; pass --max_seq_length {info.max_seq_length} or recreate "
-            "the data with the length you want.")
+        raise MismatchError(
+            f"{where} holds sequences of length {info.max_seq_length}, but max_seq_length "
+            f"is {max_seq_length}; set max_seq_length to {info.max_seq_length} (or leave it "
+            "out) or recreate the data with the length you want.")
     if (max_predictions_per_seq is not None and info.max_predictions_per_seq is not None
             and max_predictions_per_seq != info.max_predictions_per_seq):
-        raise ValueError(
+        raise MismatchError(
             f"{where} holds {info.max_predictions_per_seq} masked-LM predictions per "
-            f"sequence, but --max_predictions_per_seq is {max_predictions_per_seq}; pass "
-            f"--max_predictions_per_seq {info.max_predictions_per_seq}.")
+            f"sequence, but max_predictions_per_seq is {max_predictions_per_seq}; set it to "
+            f"{info.max_predictions_per_seq} or leave it out.")
 
 
-def check_data_fits_model(info: PretrainingDataInfo, config: BertConfig) -> None:
-    """Raises ValueError when the data's sequences are longer than the position table
-    or its token ids do not fit the embedding table.
+def check_data_fits_model(info: PretrainingDataInfo, config: BertConfig,
+                          config_source: str = "the model") -> None:
+    """Raises `MismatchError` when the data's sequences are longer than the position
+    table or its token ids do not fit the embedding table.
 
     Example:
 
@@ -217,18 +300,23 @@ def check_data_fits_model(info: PretrainingDataInfo, config: BertConfig) -> None
     >>> check_data_fits_model(info, BertConfig(vocab_size=8000))
     Traceback (most recent call last):
     ...
-    ValueError: a.tfrecord holds token id 29000, but the model's vocab_size is 8000: ...
+    keras_bert.errors.MismatchError: a.tfrecord holds token id 29000, but the model's vocab_size is 8000: ...
     """
     where = info.files[0]
+    source = _source(config_source)
     if info.max_seq_length > config.max_position_embeddings:
-        raise ValueError(
+        raise MismatchError(
             f"{where} holds sequences of length {info.max_seq_length}, longer than the "
-            f"model's max_position_embeddings={config.max_position_embeddings}.")
+            f"model's max_position_embeddings={config.max_position_embeddings}{source}.")
     if info.max_token_id >= config.vocab_size:
-        raise ValueError(
+        raise MismatchError(
             f"{where} holds token id {info.max_token_id}, but the model's vocab_size is "
-            f"{config.vocab_size}: the data was made with a larger vocab than the "
-            "embedding table; use the matching --vocab_file/--config.")
+            f"{config.vocab_size}{source}: the data was made with a larger vocab than the "
+            "embedding table; use the matching vocab_file/config.")
+
+
+def _source(config_source: str) -> str:
+    return "" if config_source == "the model" else f" (from {config_source})"
 
 
 def vocab_size_of(vocab_file: str) -> int:
@@ -242,16 +330,68 @@ def vocab_size_of(vocab_file: str) -> int:
     >>> vocab_size_of(str(path))
     3
     """
-    if not os.path.isfile(vocab_file):
-        raise FileNotFoundError(f"--vocab_file {vocab_file} does not exist.")
-    with open(vocab_file, encoding="utf-8") as f:
+    vocab_file = os.fspath(vocab_file)
+    if not io.exists(vocab_file):
+        raise InputNotFoundError(f"vocab_file {vocab_file!r} does not exist.")
+    if io.isdir(vocab_file):
+        raise InputNotFoundError(f"vocab_file {vocab_file!r} is a directory; give the "
+                                 "vocab.txt inside it.")
+    with io.open_file(vocab_file) as f:
         return sum(1 for _ in f)
 
 
-def check_vocab(vocab_file: str, config: BertConfig,
-                info: PretrainingDataInfo | None = None) -> None:
-    """Raises ValueError when the vocab is larger than the embedding table, or differs
-    from the vocab the data was made with (per the data's sidecar).
+def _tokens(vocab_file: str) -> list[str]:
+    with io.open_file(vocab_file) as f:
+        return [line.rstrip("\r\n") for line in f]
+
+
+def checkpoint_vocab_file(init_checkpoint: str) -> str | None:
+    """The vocab.txt beside a checkpoint (in its directory, or beside a Google
+    checkpoint prefix), or None.
+
+    Example:
+
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> checkpoint_vocab_file(directory) is None
+    True
+    >>> _ = open(os.path.join(directory, "vocab.txt"), "w").write("[PAD]\\n")
+    >>> checkpoint_vocab_file(os.path.join(directory, "bert_model.ckpt")) == os.path.join(
+    ...     directory, "vocab.txt")
+    True
+    """
+    path = os.fspath(init_checkpoint)
+    directory = path if io.isdir(path) else os.path.dirname(path)
+    candidate = os.path.join(directory, VOCAB_FILE)
+    return candidate if io.exists(candidate) and not io.isdir(candidate) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Vocab:
+    label: str  # how messages name it
+    path: str
+    sha256: str
+    size: int
+
+    def __str__(self):
+        return f"{self.label} {self.path} (sha256 {self.sha256[:12]}…, {self.size} tokens)"
+
+
+def check_vocab(vocab_file: str | None, config: BertConfig,
+                info: PretrainingDataInfo | None = None, *,
+                checkpoint_vocab: str | None = None, pretrained: bool = False,
+                config_source: str = "the model") -> None:
+    """Checks that the vocabs that meet in a run belong together: `vocab_file`, the
+    vocab the data was made with (its sidecar's `vocab` record), the vocab.txt beside
+    the init checkpoint (`checkpoint_vocab`), and the model's embedding table.
+
+    Raises `MismatchError`, naming both sides (paths, checksum prefixes, sizes), when:
+    the checksum of `vocab_file` or `checkpoint_vocab` differs from the data's; the
+    tokens of `vocab_file` and `checkpoint_vocab` differ; a vocab is larger than
+    `config.vocab_size`; or, for `pretrained` weights, a vocab's size differs from the
+    checkpoint's (its vocab.txt's size, else its config's vocab_size). Training from
+    scratch with a vocab smaller than the table is allowed (a padded table), with a
+    warning.
 
     Example:
 
@@ -261,30 +401,64 @@ def check_vocab(vocab_file: str, config: BertConfig,
     >>> check_vocab(str(path), BertConfig(vocab_size=64))
     Traceback (most recent call last):
     ...
-    ValueError: --vocab_file ... has 100 tokens but the model's embedding table has 64 rows ...
+    keras_bert.errors.MismatchError: vocab_file ... has 100 tokens but the model's embedding table has 64 rows ...
     """
-    size = vocab_size_of(vocab_file)
-    if size > config.vocab_size:
-        raise ValueError(
-            f"--vocab_file {vocab_file} has {size} tokens but the model's embedding table "
-            f"has {config.vocab_size} rows (vocab_size); ids past it could not be embedded. "
-            "Use a config with vocab_size >= the vocab, or a preset (which takes the "
-            "vocab's size).")
-    recorded = (info.vocab or {}).get("sha256") if info else None
+    vocabs = []
+    if vocab_file:
+        vocab_file = os.fspath(vocab_file)
+        vocabs.append(_Vocab("vocab_file", vocab_file, "", vocab_size_of(vocab_file)))
+    if checkpoint_vocab:
+        vocabs.append(_Vocab("the init_checkpoint's vocab", checkpoint_vocab, "",
+                             vocab_size_of(checkpoint_vocab)))
+    vocabs = [dataclasses.replace(v, sha256=io.file_sha256(v.path)) for v in vocabs]
+    data_vocab = (info.vocab or {}) if info else {}
+    recorded, recorded_size = data_vocab.get("sha256"), data_vocab.get("size")
     if recorded:
-        with open(vocab_file, "rb") as f:
-            actual = hashlib.sha256(f.read()).hexdigest()
-        if actual != recorded:
-            raise ValueError(
-                f"The TFRecords in {os.path.dirname(info.files[0])} were made with another "
-                f"vocab (sha256 {recorded[:12]}…) than --vocab_file {vocab_file} "
-                f"({actual[:12]}…); the token ids would not match the vocab.")
+        data_directory = os.path.dirname(info.files[0]) or "."
+        for vocab in vocabs:
+            if vocab.sha256 != recorded:
+                size = f", {recorded_size} tokens" if recorded_size is not None else ""
+                raise MismatchError(
+                    f"The TFRecords in {data_directory} were made with another vocab "
+                    f"(sha256 {recorded[:12]}…{size}, per {info.where}) than {vocab}; the "
+                    "token ids would not match the vocab. Use the vocab.txt the data was "
+                    "made with, or recreate the data with this one.")
+    if len(vocabs) == 2 and vocabs[0].sha256 != vocabs[1].sha256 and (
+            _tokens(vocabs[0].path) != _tokens(vocabs[1].path)):
+        raise MismatchError(f"{vocabs[0]} differs from {vocabs[1]}; continue pretraining "
+                            "with the vocab that came with the checkpoint.")
+
+    source = _source(config_source)
+    sizes = [(f"{v.label} {v.path}", v.size) for v in vocabs]
+    if recorded_size is not None:
+        sizes.append((f"the data's vocab (per {info.where})", int(recorded_size)))
+    expected, expected_from = config.vocab_size, f"the vocab_size of its config{source}"
+    if checkpoint_vocab:
+        checkpoint = next(v for v in vocabs if v.path == checkpoint_vocab)
+        expected, expected_from = checkpoint.size, f"its vocab.txt {checkpoint.path}"
+    for name, size in sizes:
+        if size > config.vocab_size:
+            raise MismatchError(
+                f"{name} has {size} tokens but the model's embedding table has "
+                f"{config.vocab_size} rows (vocab_size{source}); ids past it could not be "
+                "embedded. "
+                "Use a config with vocab_size >= the vocab, or a preset (which takes the "
+                "vocab's size).")
+        if pretrained and size != expected:
+            raise MismatchError(
+                f"{name} has {size} tokens but the init_checkpoint's vocab has {expected} "
+                f"({expected_from}): it is another model's vocab. Use the checkpoint's "
+                "vocab.txt and data made with it.")
+        if not pretrained and size < config.vocab_size:
+            logger.warning("%s has %d tokens, fewer than the model's vocab_size %d%s: the "
+                           "extra embedding rows stay unused.", name, size, config.vocab_size,
+                           source)
 
 
 def check_batch(global_batch_size: int, num_replicas: int,
                 gradient_accumulation_steps: int = 1) -> int:
-    """Returns the per-replica micro-batch size; raises ValueError unless the global
-    batch splits evenly over accumulation steps and replicas.
+    """Returns the per-replica micro-batch size; raises `ArgumentError` unless the
+    global batch splits evenly over accumulation steps and replicas.
 
     Example:
 
@@ -293,22 +467,25 @@ def check_batch(global_batch_size: int, num_replicas: int,
     >>> check_batch(30, num_replicas=4)
     Traceback (most recent call last):
     ...
-    ValueError: --train_batch_size 30 is not divisible by the 4 replicas ...
+    keras_bert.errors.ArgumentError: train_batch_size 30 is not divisible by the 4 replicas ...
     """
     if global_batch_size < 1:
-        raise ValueError(f"--train_batch_size must be >= 1, got {global_batch_size}.")
+        raise ArgumentError(f"train_batch_size must be >= 1, got {global_batch_size}.",
+                            field="train_batch_size")
     if global_batch_size % gradient_accumulation_steps:
-        raise ValueError(
-            f"--train_batch_size {global_batch_size} is not divisible by "
-            f"--gradient_accumulation_steps {gradient_accumulation_steps}.")
+        raise ArgumentError(
+            f"train_batch_size {global_batch_size} is not divisible by "
+            f"gradient_accumulation_steps {gradient_accumulation_steps}.",
+            field="train_batch_size")
     micro = global_batch_size // gradient_accumulation_steps
     if micro % num_replicas:
         detail = (f" (a micro-batch of {micro} after {gradient_accumulation_steps} "
                   "accumulation steps)" if gradient_accumulation_steps > 1 else "")
-        raise ValueError(
-            f"--train_batch_size {global_batch_size}{detail} is not divisible by the "
+        raise ArgumentError(
+            f"train_batch_size {global_batch_size}{detail} is not divisible by the "
             f"{num_replicas} replicas of the strategy; every replica needs an equal share. "
-            f"Use a multiple of {num_replicas * gradient_accumulation_steps}.")
+            f"Use a multiple of {num_replicas * gradient_accumulation_steps}.",
+            field="train_batch_size")
     return micro // num_replicas
 
 

@@ -1,0 +1,44 @@
+"""Every fine-tuning task by its `--task` name."""
+
+from __future__ import annotations
+
+import copy
+
+from keras_bert.errors import ArgumentError
+from keras_bert.tasks.base import Task
+
+GLUE_NAMES = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
+TASK_NAMES = (*GLUE_NAMES, "squad1", "squad2", "ner", "swag")
+
+
+def get_task(name: str) -> Task:
+    """A fresh `Task` for a task name (one of `TASK_NAMES`).
+
+    Example:
+
+    >>> task = get_task("mrpc")
+    >>> task.family, task.metric_names
+    ('glue', ('accuracy', 'f1'))
+    >>> get_task("mrcp")
+    Traceback (most recent call last):
+    ...
+    keras_bert.errors.ArgumentError: unknown task 'mrcp'; choose one of cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, squad1, squad2, ner, swag.
+    """
+    if name in GLUE_NAMES:
+        from keras_bert.tasks.glue import GLUE_TASKS
+
+        return copy.deepcopy(GLUE_TASKS[name])
+    if name in ("squad1", "squad2"):
+        from keras_bert.tasks.squad import SquadTask
+
+        return SquadTask(name)
+    if name == "ner":
+        from keras_bert.tasks.tagging import NerTask
+
+        return NerTask()
+    if name == "swag":
+        from keras_bert.tasks.multiple_choice import SwagTask
+
+        return SwagTask()
+    raise ArgumentError(f"unknown task {name!r}; choose one of {', '.join(TASK_NAMES)}.",
+                        field="task")

@@ -1,0 +1,83 @@
+"""Score a fine-tuned model on a task's dev split(s) with the official metrics.
+
+--model is the output directory of `keras-bert finetune`; --data_dir holds the task's
+files in the benchmark's layout (its dev split is read: GLUE dev.tsv, MNLI
+dev_matched.tsv and dev_mismatched.tsv, SQuAD dev-v1.1.json / dev-v2.0.json, CoNLL
+valid.txt, SWAG val.csv). metrics.json in --model is rewritten (atomically) with the
+new scores; --output_dir writes it, and the dev predictions, elsewhere instead.
+
+Example:
+
+    keras-bert evaluate --model runs/mrpc --task mrpc --data_dir glue/MRPC
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from keras_bert.pipelines.flags import (
+    library_logging,
+    positive_int,
+    require_directory,
+    require_output_directory,
+)
+from keras_bert.tasks.registry import TASK_NAMES
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--model", required=True, help="a `keras-bert finetune` output directory")
+    add("--task", required=True, choices=TASK_NAMES, metavar="TASK",
+        help="the task the model was fine-tuned on")
+    add("--data_dir", required=True, help="the task's data in the benchmark's own layout")
+    add("--output_dir", help="write metrics.json and the predictions here (default: --model, "
+        "metrics.json only)")
+    add("--eval_batch_size", type=positive_int, default=64,
+        help="sequences per prediction batch (default: %(default)s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from keras_bert import io
+    from keras_bert.errors import InputNotFoundError
+    from keras_bert.tasks.finetuning import (
+        METRICS_FILE,
+        load_finetuned,
+        prediction_file,
+        score_split,
+    )
+
+    require_directory(args.model, "--model")
+    require_directory(args.data_dir, "--data_dir")
+    if args.output_dir:
+        require_output_directory(args.output_dir, "--output_dir")
+    with library_logging():
+        finetuned = load_finetuned(args.model, task=args.task)
+        task = finetuned.task
+        splits = []
+        for split in task.dev_splits:
+            path = task.split_path(args.data_dir, split)
+            if not os.path.isfile(path):
+                raise InputNotFoundError(f"the {split} split of {task.name} is missing: no "
+                                         f"{path}.")
+            examples = task.read_examples(path)
+            splits.append((split, examples, finetuned.featurize(examples)))
+        results = {split: score_split(task, finetuned.model, examples, features,
+                                      finetuned.settings, args.eval_batch_size)
+                   for split, examples, features in splits}
+    first = task.dev_splits[0]
+    metrics = dict(results[first]["metrics"])
+    for split in task.dev_splits[1:]:
+        metrics[split] = results[split]["metrics"]
+    metrics["task"] = task.name
+    target = args.output_dir or args.model
+    if args.output_dir:
+        os.makedirs(args.output_dir, exist_ok=True)
+        for split, examples, _ in splits:
+            task.write_predictions(examples, results[split]["predictions"],
+                                   os.path.join(args.output_dir, prediction_file(task, split)))
+    io.write_json(os.path.join(target, METRICS_FILE), metrics)
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if k in task.metric_names)
+    print(f"{task.name} dev: {shown}")
+    print(f"Metrics: {os.path.join(target, METRICS_FILE)}")
+    return 0

@@ -1,0 +1,112 @@
+"""Fine-tune a pretrained BERT on one of the paper's tasks and score it on dev.
+
+Tasks: GLUE (cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli) from the benchmark's
+TSV files, SQuAD v1.1/v2.0 (squad1, squad2) from its JSON files, CoNLL-2003 NER (ner)
+and SWAG (swag). --data_dir holds the task's files as the benchmark distributes them
+(e.g. GLUE's SST-2/ with train.tsv and dev.tsv; SQuAD's train-v1.1.json and
+dev-v1.1.json; CoNLL's train.txt, valid.txt, test.txt; SWAG's train.csv, val.csv).
+
+Defaults are the paper's recipe: batch 32, 3 epochs, 10% warmup then linear decay,
+AdamW with weight decay 0.01 (not on LayerNorm and biases), dropout 0.1. The output
+directory receives the fine-tuned model (model.keras, vocab.txt,
+finetune_config.json), metrics.json with the official dev metrics, and the dev
+predictions in the benchmark's submission format; `keras-bert evaluate`, `predict`
+and `export` take it as --model.
+
+Example:
+
+    keras-bert finetune --task mrpc --data_dir glue/MRPC \\
+        --checkpoint uncased_L-12_H-768_A-12 --output_dir runs/mrpc --learning_rate 2e-5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from keras_bert.pipelines.flags import (
+    add_boolean,
+    library_logging,
+    nonnegative_float,
+    options_from_args,
+    positive_float,
+    positive_int,
+    probability,
+    require_directory,
+)
+from keras_bert.tasks.finetuning import PRECISIONS, FinetuneOptions
+from keras_bert.tasks.registry import TASK_NAMES
+
+_DEFAULTS = FinetuneOptions()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--task", required=True, choices=TASK_NAMES, metavar="TASK",
+        help=f"one of {', '.join(TASK_NAMES)}")
+    add("--data_dir", required=True, help="the task's data in the benchmark's own layout")
+    add("--checkpoint", help="pretrained weights: a Hugging Face, Google or keras_bert "
+        "checkpoint (its vocab.txt is used)")
+    add("--preset", help="instead of --checkpoint: random weights of a preset (tiny, mini, "
+        "small, medium, base, large); needs --vocab_file")
+    add("--vocab_file", help="vocab.txt (default: the one beside --checkpoint)")
+    add("--output_dir", required=True, help="the run directory to create")
+    add_boolean(parser, "do_lower_case", None, "lower-case and strip accents (auto: from "
+                "the checkpoint's tokenizer_config.json or name)")
+    add("--max_seq_length", type=positive_int, default=_DEFAULTS.max_seq_length,
+        help="tokens per sequence (default: %(default)s; SQuAD: use 384)")
+    add("--train_batch_size", type=positive_int, default=_DEFAULTS.train_batch_size,
+        help="sequences per update (default: %(default)s)")
+    add("--eval_batch_size", type=positive_int, default=_DEFAULTS.eval_batch_size,
+        help="sequences per prediction batch (default: %(default)s)")
+    add("--learning_rate", type=positive_float, default=None,
+        help="peak learning rate; the paper searches 5e-5, 4e-5, 3e-5, 2e-5 (default: 2e-5 "
+             "GLUE and SWAG, 3e-5 SQuAD, 5e-5 NER)")
+    add("--num_train_epochs", type=positive_float, default=_DEFAULTS.num_train_epochs,
+        help="passes over the training data (default: %(default)s)")
+    add("--warmup_proportion", type=probability, default=_DEFAULTS.warmup_proportion,
+        help="fraction of updates with linear warmup (default: %(default)s)")
+    add("--weight_decay", type=nonnegative_float, default=_DEFAULTS.weight_decay,
+        help="decoupled weight decay (default: %(default)s)")
+    add("--seed", type=int, default=_DEFAULTS.seed, help="(default: %(default)s)")
+    add("--max_train_examples", type=positive_int, default=None,
+        help="train on the first N training examples only")
+    add("--num_restarts", type=positive_int, default=_DEFAULTS.num_restarts,
+        help="fine-tune N times with seeds seed..seed+N-1 and keep the best on dev "
+             "(default: %(default)s)")
+    add("--doc_stride", type=positive_int, default=_DEFAULTS.doc_stride,
+        help="SQuAD: tokens between passage windows (default: %(default)s)")
+    add("--max_query_length", type=positive_int, default=_DEFAULTS.max_query_length,
+        help="SQuAD: question tokens kept (default: %(default)s)")
+    add("--max_answer_length", type=positive_int, default=_DEFAULTS.max_answer_length,
+        help="SQuAD: longest answer in tokens (default: %(default)s)")
+    add("--n_best_size", type=positive_int, default=_DEFAULTS.n_best_size,
+        help="SQuAD: candidates in nbest_predictions.json (default: %(default)s)")
+    add("--precision", choices=PRECISIONS, default=_DEFAULTS.precision,
+        help="(default: %(default)s)")
+    add_boolean(parser, "feature_based", False, "ner: the paper's feature-based model "
+                "(frozen encoder, last four layers, two-layer BiLSTM)")
+    add_boolean(parser, "group_by_length", True, "batch training sequences of similar "
+                "length together (less padding)")
+    add_boolean(parser, "overwrite", False, "replace an existing --output_dir (once the new "
+                "run is complete)")
+    add_boolean(parser, "progress", True, "show progress bars")
+
+
+def run(args: argparse.Namespace) -> int:
+    from keras_bert.tasks.finetuning import Finetuning
+
+    require_directory(args.data_dir, "--data_dir")
+    options = options_from_args(FinetuneOptions, args)
+    with library_logging():
+        finetuning = Finetuning(
+            args.task, args.data_dir, args.output_dir, checkpoint=args.checkpoint,
+            preset=args.preset, options=options, vocab_file=args.vocab_file,
+            lower_case=args.do_lower_case, overwrite=args.overwrite, progress=args.progress)
+        metrics = finetuning.run()
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()
+                      if k in finetuning.task.metric_names)
+    print(f"{args.task} dev: {shown} (seed {metrics['seed']}, {metrics['train_seconds']:.0f} s)")
+    print(f"Model and predictions: {os.path.abspath(args.output_dir)}")
+    return 0
+

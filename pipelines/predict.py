@@ -1,0 +1,62 @@
+"""Predict with a fine-tuned model on a file in the task's own layout.
+
+GLUE: --input is a TSV in the task's layout with its header (a label column, if
+present, is ignored); --output gets `index<TAB>prediction` rows, one per input row in
+input order, each prediction written as the data writes labels (`0`/`1`, `entailment`,
+a number for STS-B). SQuAD: --input is SQuAD JSON; --output is the `predictions.json`
+(question id -> answer text; `nbest_predictions.json` and, for v2.0, `null_odds.json`
+beside it). NER: CoNLL text in, `word gold prediction` lines out. SWAG: CSV in,
+`index,prediction` out.
+
+Example:
+
+    keras-bert predict --model runs/sst2 --task sst2 --input reviews.tsv \\
+        --output predictions.tsv
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from keras_bert.pipelines.flags import (
+    library_logging,
+    positive_int,
+    require_directory,
+    require_file,
+    require_output_file,
+)
+from keras_bert.tasks.registry import TASK_NAMES
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--model", required=True, help="a `keras-bert finetune` output directory")
+    add("--task", required=True, choices=TASK_NAMES, metavar="TASK",
+        help="the task the model was fine-tuned on")
+    add("--input", required=True, help="examples in the task's own file layout")
+    add("--output", required=True, help="the predictions file to write")
+    add("--eval_batch_size", type=positive_int, default=64,
+        help="sequences per prediction batch (default: %(default)s)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from keras_bert.errors import DataError
+    from keras_bert.tasks.base import feature_dataset
+    from keras_bert.tasks.finetuning import load_finetuned
+
+    require_directory(args.model, "--model")
+    require_file(args.input, "--input")
+    require_output_file(args.output, "--output")
+    with library_logging():
+        finetuned = load_finetuned(args.model, task=args.task)
+        task = finetuned.task
+        examples = task.read_examples(args.input, labelled=False)
+        if not examples:
+            raise DataError("holds no examples.", path=args.input)
+        features = finetuned.featurize(examples)
+        outputs = finetuned.model.predict(
+            feature_dataset(features, args.eval_batch_size, with_labels=False), verbose=0)
+        predictions = task.decode(examples, features, outputs, finetuned.settings)
+    task.write_predictions(examples, predictions, args.output)
+    print(f"Wrote {len(predictions)} predictions to {args.output}.")
+    return 0
