@@ -62,7 +62,8 @@ def test_pretrain_command_trains_and_saves(tmp_path, data, capsys):
 
 @pytest.mark.parametrize("extra, message", [
     (["--max_seq_length", "64"], "holds sequences of length 16, but max_seq_length is 64"),
-    (["--train_batch_size", "0"], "train_batch_size must be >= 1"),
+    (["--gradient_accumulation_steps", "3"],
+     "train_batch_size 8 is not divisible by gradient_accumulation_steps 3"),
     (["--num_warmup_steps", "10"], "num_warmup_steps must be in"),
 ])
 def test_errors_exit_2_before_training(tmp_path, data, capsys, extra, message):

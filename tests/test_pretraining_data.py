@@ -581,6 +581,9 @@ def test_sidecar_records_settings_vocab_and_counts(static_run, vocab_file, corpu
     assert sorted(summary["shards"]) == sorted(os.listdir(out))[:-1]
     for name, counts in summary["shards"].items():
         assert counts["instances"] == sum(1 for _ in tf.data.TFRecordDataset(str(out / name)))
+        assert counts["file_bytes"] == os.path.getsize(out / name)
+    # Every pool has other documents for random next segments: none had to fall back.
+    assert not [key for key in totals if key.startswith("nsp_")]
 
 
 def test_output_is_reproducible_and_depends_on_the_seed(vocab_file, small_corpus, tmp_path):

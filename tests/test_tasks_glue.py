@@ -20,7 +20,7 @@ needs_shared = pytest.mark.skipif(not os.path.isdir(SHARED_GLUE),
 @pytest.fixture(scope="module")
 def tokenizer():
     return BertTokenizer(os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt"),
-                         lower_case=True)
+                         lower_case=False)
 
 
 def _write(tmp_path, name, text):
@@ -43,6 +43,9 @@ def test_registry():
         assert GlueTask.from_config(task.config()) is task
     with pytest.raises(ArgumentError, match="differ"):
         GlueTask.from_config({"task": "rte", "labels": ["0", "1"]})
+    GLUE_TASKS["rte"].restore(GLUE_TASKS["rte"].config())  # nothing to take back
+    with pytest.raises(ArgumentError, match="not GLUE rte"):
+        GLUE_TASKS["rte"].restore(GLUE_TASKS["mnli"].config())
 
 
 def test_split_paths():

@@ -61,7 +61,7 @@ def test_read_errors(tmp_path):
         task.read_examples(_write(tmp_path, "header.csv", "sent1,sent2,ending0,ending1,ending2\n"))
     # A quoted field over two lines: the error names the line the row starts on.
     text = HEADER + '1,v,1,s,"two\nlines",He,gold,a,b,c,d,0\n2,v,1,s,Ctx,He,gold,a,b,c\n'
-    with pytest.raises(DataError, match=r"multi\.csv:4: has 11 fields"):
+    with pytest.raises(DataError, match=r"multi\.csv:4: has 10 fields"):
         task.read_examples(_write(tmp_path, "multi.csv", text))
     with pytest.raises(ArgumentError, match="no split"):
         task.split_path(DATA, "validation")

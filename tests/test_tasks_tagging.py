@@ -205,3 +205,37 @@ def test_feature_based_end_to_end(tokenizer, tmp_path):
     assert isinstance(loaded, BertFeatureBasedTagger) and loaded.lstm_units == 8
     np.testing.assert_allclose(loaded.predict_on_batch(x), out, atol=1e-5)
     assert len(loaded.trainable_weights) == len(model.trainable_weights) == 14
+
+
+def test_features_match_a_word_by_word_reference(small_tokenizer):
+    """The vectorized alignment against the plain loop it replaces."""
+    tok = small_tokenizer
+    rng = np.random.default_rng(0)
+    vocabulary = ["Anna", "visited", "Oslo", ".", "visit", "\u200b", "zebra"]
+    tags = ["O", "I-PER", "B-PER", "I-LOC"]
+    examples = [NerExample(tuple(vocabulary[i] for i in rng.integers(0, 7, n)),
+                           tuple(tags[i] for i in rng.integers(0, 4, n)))
+                for n in rng.integers(1, 9, size=40)]
+    task = NerTask(labels=tags)
+    seq = 7
+    features = task.features(examples, tok, FeatureSettings(max_seq_length=seq))
+    truncated = 0
+    for i, example in enumerate(examples):
+        ids, labels, positions = [tok.cls_id], [IGNORE_LABEL], []
+        for word, tag in zip(example.words, example.tags):
+            pieces = tok.tokenize(word).numpy().tolist() or [tok.unk_id]
+            positions.append(len(ids) if len(ids) < seq - 1 else -1)
+            truncated += positions[-1] < 0
+            for k, piece in enumerate(pieces):
+                if len(ids) < seq - 1:
+                    ids.append(piece)
+                    labels.append(tags.index(tag) if k == 0 else IGNORE_LABEL)
+        ids.append(tok.sep_id)
+        labels.append(IGNORE_LABEL)
+        pad = seq - len(ids)
+        assert features.inputs["input_word_ids"][i].tolist() == ids + [tok.pad_id] * pad
+        assert features.labels[i].tolist() == labels + [IGNORE_LABEL] * pad
+        splits = features.extra["word_splits"]
+        assert features.extra["word_positions"][splits[i]:splits[i + 1]].tolist() == positions
+        assert features.lengths[i] == len(ids)
+    assert features.extra["truncated_words"] == truncated > 0

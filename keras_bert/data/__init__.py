@@ -10,6 +10,9 @@
 - The steps on their own: `create_instances` (and the per-document
   `create_instances_from_document`, `create_packed_instances`, `truncate_seq_pair`),
   `instances_to_arrays`, `feature_spec`, `serialize_examples`, `write_tfrecord`.
+- The TFRecord schema, stated once: `PRETRAINING_SCHEMA` (feature -> list kind and
+  width), `MASKED_LM_FEATURES` (left out by files for dynamic masking), `feature_spec`;
+  `check_shard_sizes` compares shards with the sizes their sidecar recorded.
 """
 
 from keras_bert.data.instances import (
@@ -28,6 +31,9 @@ from keras_bert.data.pretraining import (
     create_pretraining_data,
 )
 from keras_bert.data.tfrecords import (
+    MASKED_LM_FEATURES,
+    PRETRAINING_SCHEMA,
+    check_shard_sizes,
     feature_spec,
     pretraining_dataset,
     serialize_examples,
@@ -35,8 +41,9 @@ from keras_bert.data.tfrecords import (
 )
 
 __all__ = [
-    "Instance", "MaskedLmMasker", "PretrainingDataError", "PretrainingDataOptions", "ShardWriter", "create_instances",
-    "create_instances_from_document", "create_packed_instances", "create_pretraining_data",
-    "feature_spec", "instances_to_arrays", "pretraining_dataset", "serialize_examples",
-    "truncate_seq_pair", "write_tfrecord",
+    "MASKED_LM_FEATURES", "PRETRAINING_SCHEMA", "Instance", "MaskedLmMasker",
+    "PretrainingDataError", "PretrainingDataOptions", "ShardWriter", "check_shard_sizes",
+    "create_instances", "create_instances_from_document", "create_packed_instances",
+    "create_pretraining_data", "feature_spec", "instances_to_arrays", "pretraining_dataset",
+    "serialize_examples", "truncate_seq_pair", "write_tfrecord",
 ]

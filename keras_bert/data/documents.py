@@ -39,12 +39,16 @@ class _GFileReader(io.RawIOBase):
         import tensorflow as tf  # remote paths only
 
         self._file = tf.io.gfile.GFile(path, "rb")
+        self._errors = tf.errors.OpError
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:
-        data = self._file.read(len(buffer))
+        try:
+            data = self._file.read(len(buffer))
+        except self._errors as e:  # counted as an unreadable file, as OSError is
+            raise OSError(e.message) from e
         buffer[:len(data)] = data
         return len(data)
 

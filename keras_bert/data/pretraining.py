@@ -60,7 +60,6 @@ FORMAT_VERSION = 1
 _ENCODE_BATCH = 4096
 _SIDECAR_INTERVAL_S = 5.0
 _SHARD_NAME = re.compile(r"part-(\d{5,})\.tfrecord")
-_SIDECAR_NAME = re.compile(r"pretraining_data(-\d{5}-of-\d{5})?\.json")
 # Warn when more than this share of the next-sentence pairs found no other document.
 _NSP_FALLBACK_WARNING_SHARE = 0.01
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -518,7 +517,7 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
     if missing:
         raise VocabError(f"the vocabulary lacks the special tokens {missing}, which "
                          "pretraining data needs.", path=os.fspath(vocab_file))
-    output_dir = os.fspath(output_dir)
+    output_dir = os.fspath(output_dir) or "."
     kb_io.check_writable(output_dir, kind="directory", what="output directory")
     identity = {
         "format_version": FORMAT_VERSION,

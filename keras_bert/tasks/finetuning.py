@@ -189,6 +189,11 @@ class Finetuning:
         self.checkpoint, self.preset = checkpoint, preset
         self.config, self.vocab_file, self.lower_case = _model_source(
             checkpoint, preset, vocab_file, lower_case)
+        if options.feature_based and self.config.num_layers < 4:
+            raise ArgumentError(
+                "feature_based concatenates the last four layers, but the model has "
+                f"{self.config.num_layers}; use a deeper checkpoint or preset.",
+                field="feature_based")
         if options.max_seq_length > self.config.max_position_embeddings:
             raise ArgumentError(
                 f"max_seq_length {options.max_seq_length} is longer than the model's "

@@ -1,0 +1,127 @@
+"""`keras-bert finetune / evaluate / predict` end to end through the CLI, one run per task
+family, on tiny files in each benchmark's real layout (tests/data/tasks) and, when
+present, the shared GLUE data. A tiny random-weight BERT keeps it fast: these check the
+plumbing and file formats, not accuracy (benchmarks/glue_finetune.py measures that)."""
+
+import csv
+import json
+import os
+
+import pytest
+from conftest import REPO, SHARED_DATA
+
+from keras_bert.cli import main
+
+TASK_DATA = os.path.join(REPO, "tests", "data", "tasks")
+VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
+TINY = ["--preset", "tiny", "--vocab_file", VOCAB, "--do_lower_case=false",
+        "--max_seq_length", "48", "--num_train_epochs", "1", "--train_batch_size", "8",
+        "--noprogress"]
+
+
+def _finetune(task, data_dir, out, *extra):
+    code = main(["finetune", "--task", task, "--data_dir", data_dir, "--output_dir", str(out),
+                 *TINY, *extra])
+    assert code == 0
+    with open(out / "metrics.json") as f:
+        return json.load(f)
+
+
+def _tsv(path):
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n").split("\t") for line in f]
+
+
+def test_glue_mnli_both_dev_splits_and_submission_files(tmp_path, capsys):
+    data = os.path.join(TASK_DATA, "glue", "MNLI")
+    out = tmp_path / "mnli"
+    metrics = _finetune("mnli", data, out)
+    assert 0 <= metrics["accuracy"] <= 1 and 0 <= metrics["dev_mismatched"]["accuracy"] <= 1
+    assert "mnli dev: accuracy" in capsys.readouterr().out
+    assert sorted(os.listdir(out)) == ["finetune_config.json", "metrics.json", "mnli-mm.tsv",
+                                       "mnli.tsv", "model.keras", "vocab.txt"]
+    rows = _tsv(out / "mnli.tsv")
+    with open(os.path.join(data, "dev_matched.tsv"), encoding="utf-8") as f:
+        dev_rows = sum(1 for _ in f) - 1
+    assert rows[0] == ["index", "prediction"] and len(rows) == dev_rows + 1
+    assert {r[1] for r in rows[1:]} <= {"contradiction", "entailment", "neutral"}
+
+    # evaluate recomputes the same metrics from the saved model.
+    before = json.loads((out / "metrics.json").read_text())
+    assert main(["evaluate", "--model", str(out), "--task", "mnli", "--data_dir", data]) == 0
+    after = json.loads((out / "metrics.json").read_text())
+    assert after["accuracy"] == pytest.approx(before["accuracy"])
+    assert after["dev_mismatched"]["accuracy"] == pytest.approx(
+        before["dev_mismatched"]["accuracy"])
+
+    # predict: the task's own TSV layout in (labels ignored), one prediction per row out,
+    # the same predictions as the dev file written at fine-tuning time.
+    predictions = tmp_path / "pred.tsv"
+    assert main(["predict", "--model", str(out), "--task", "mnli", "--input",
+                 os.path.join(data, "dev_matched.tsv"), "--output", str(predictions)]) == 0
+    assert _tsv(predictions) == rows
+
+
+def test_glue_regression_stsb(tmp_path):
+    metrics = _finetune("stsb", os.path.join(TASK_DATA, "glue", "STS-B"), tmp_path / "stsb")
+    assert set(metrics) >= {"pearson", "spearmanr"}
+    rows = _tsv(tmp_path / "stsb" / "stsb.tsv")
+    assert all(isinstance(float(r[1]), float) for r in rows[1:])
+
+
+@pytest.mark.skipif(not os.path.isdir(os.path.join(SHARED_DATA, "glue", "MRPC")),
+                    reason="../shared/data/glue/MRPC is not present")
+def test_glue_mrpc_on_the_real_files(tmp_path):
+    metrics = _finetune("mrpc", os.path.join(SHARED_DATA, "glue", "MRPC"), tmp_path / "mrpc",
+                        "--max_train_examples", "64")
+    assert set(metrics) >= {"accuracy", "f1"}
+    assert len(_tsv(tmp_path / "mrpc" / "mrpc.tsv")) == 409  # header + 408 dev pairs
+
+
+@pytest.mark.parametrize("task", ["squad1", "squad2"])
+def test_squad(tmp_path, task):
+    data = os.path.join(TASK_DATA, "squad")
+    out = tmp_path / task
+    metrics = _finetune(task, data, out, "--max_query_length", "16", "--doc_stride", "16",
+                        "--num_train_epochs", "2")
+    assert 0 <= metrics["exact_match"] <= 100 and 0 <= metrics["f1"] <= 100
+    names = sorted(os.listdir(out))
+    assert {"predictions.json", "nbest_predictions.json"} <= set(names)
+    predictions = json.loads((out / "predictions.json").read_text())
+    dev = "dev-v1.1.json" if task == "squad1" else "dev-v2.0.json"
+    with open(os.path.join(data, dev), encoding="utf-8") as f:
+        ids = {q["id"] for a in json.load(f)["data"] for p in a["paragraphs"] for q in p["qas"]}
+    assert set(predictions) == ids and all(isinstance(v, str) for v in predictions.values())
+    if task == "squad2":
+        assert "best_threshold" in metrics and "null_odds.json" in names
+    else:
+        assert "null_odds.json" not in names
+    output = tmp_path / "out" / "predictions.json"
+    assert main(["predict", "--model", str(out), "--task", task, "--input",
+                 os.path.join(data, dev), "--output", str(output)]) == 0
+    assert set(json.loads(output.read_text())) == ids
+
+
+def test_ner_and_its_feature_based_variant(tmp_path):
+    data = os.path.join(TASK_DATA, "conll2003")
+    metrics = _finetune("ner", data, tmp_path / "ner")
+    assert set(metrics) >= {"precision", "recall", "f1"}
+    lines = (tmp_path / "ner" / "predictions.txt").read_text().splitlines()
+    words = [line.split() for line in lines if line.strip()]
+    assert words and all(len(w) == 3 for w in words)  # word, gold tag, predicted tag
+    # The feature-based model concatenates the last four layers: the 2-layer tiny preset
+    # is refused up front, the 4-layer mini one trains.
+    assert main(["finetune", "--task", "ner", "--data_dir", data, "--output_dir",
+                 str(tmp_path / "ner_fb"), *TINY, "--feature_based"]) == 2
+    assert not (tmp_path / "ner_fb").exists()
+    metrics = _finetune("ner", data, tmp_path / "ner_fb", "--feature_based", "--preset", "mini")
+    assert set(metrics) >= {"precision", "recall", "f1"}
+
+
+def test_swag(tmp_path):
+    data = os.path.join(TASK_DATA, "swag")
+    metrics = _finetune("swag", data, tmp_path / "swag")
+    assert 0 <= metrics["accuracy"] <= 1
+    with open(tmp_path / "swag" / "predictions.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["index", "prediction"] and {r[1] for r in rows[1:]} <= set("0123")
