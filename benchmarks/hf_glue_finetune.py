@@ -129,8 +129,12 @@ def run_job(job: dict, import_seconds: float) -> dict:
     import torch
     import transformers
     from torch.utils.data import DataLoader, RandomSampler
-    from transformers import (AutoTokenizer, BertForSequenceClassification,
-                              DataCollatorWithPadding, get_linear_schedule_with_warmup)
+    from transformers import (
+        AutoTokenizer,
+        BertForSequenceClassification,
+        DataCollatorWithPadding,
+        get_linear_schedule_with_warmup,
+    )
     from transformers.trainer_pt_utils import LengthGroupedSampler
 
     load_before = os.getloadavg()

@@ -30,7 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--model", required=True, help="a `keras-bert finetune` output directory")
     add("--task", required=True, choices=TASK_NAMES, metavar="TASK",
         help="the task the model was fine-tuned on")
-    add("--data_dir", required=True, help="the task's data in the benchmark's own layout")
+    add("--data_dir", help="the task's data in the benchmark's own layout")
+    add("--tfds", metavar="NAME", help="instead of --data_dir: a prepared tensorflow-datasets "
+        "dataset (e.g. glue/sst2)")
+    add("--tfds_data_dir", help="where --tfds datasets are prepared")
     add("--output_dir", help="write metrics.json and the predictions here (default: --model, "
         "metrics.json only)")
     add("--eval_batch_size", type=positive_int, default=64,
@@ -39,28 +42,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from keras_bert import io
-    from keras_bert.errors import InputNotFoundError
+    from keras_bert.errors import ArgumentError
     from keras_bert.tasks.finetuning import (
         METRICS_FILE,
+        TaskSource,
         load_finetuned,
         prediction_file,
         score_split,
     )
 
     require_directory(args.model, "--model")
-    require_directory(args.data_dir, "--data_dir")
+    if bool(args.data_dir) == bool(args.tfds):
+        raise ArgumentError("give the task's data with --data_dir or --tfds (one of them)",
+                            field="data_dir")
+    if args.data_dir:
+        require_directory(args.data_dir, "--data_dir")
     if args.output_dir:
         require_output_directory(args.output_dir, "--output_dir")
     with library_logging():
         finetuned = load_finetuned(args.model, task=args.task)
         task = finetuned.task
+        source = TaskSource(task, args.data_dir, args.tfds, args.tfds_data_dir)
         splits = []
         for split in task.dev_splits:
-            path = task.split_path(args.data_dir, split)
-            if not os.path.isfile(path):
-                raise InputNotFoundError(f"the {split} split of {task.name} is missing: no "
-                                         f"{path}.")
-            examples = task.read_examples(path)
+            _, examples = source.read(split)
             splits.append((split, examples, finetuned.featurize(examples)))
         results = {split: score_split(task, finetuned.model, examples, features,
                                       finetuned.settings, args.eval_batch_size)

@@ -44,7 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--task", required=True, choices=TASK_NAMES, metavar="TASK",
         help=f"one of {', '.join(TASK_NAMES)}")
-    add("--data_dir", required=True, help="the task's data in the benchmark's own layout")
+    add("--data_dir", help="the task's data in the benchmark's own layout")
+    add("--tfds", metavar="NAME", help="instead of --data_dir: a prepared tensorflow-datasets "
+        "dataset, e.g. glue/sst2, glue/mnli, squad/v1.1, squad/v2.0, conll2003 (needs the "
+        "datasets extra)")
+    add("--tfds_data_dir", help="where --tfds datasets are prepared (default: "
+        "tensorflow-datasets' own, ~/tensorflow_datasets)")
     add("--checkpoint", help="pretrained weights: a Hugging Face, Google or keras_bert "
         "checkpoint (its vocab.txt is used)")
     add("--preset", help="instead of --checkpoint: random weights of a preset (tiny, mini, "
@@ -94,15 +99,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from keras_bert.errors import ArgumentError
     from keras_bert.tasks.finetuning import Finetuning
 
-    require_directory(args.data_dir, "--data_dir")
+    if bool(args.data_dir) == bool(args.tfds):
+        raise ArgumentError("give the task's data with --data_dir or --tfds (one of them)",
+                            field="data_dir")
+    if args.data_dir:
+        require_directory(args.data_dir, "--data_dir")
     options = options_from_args(FinetuneOptions, args)
     with library_logging():
         finetuning = Finetuning(
             args.task, args.data_dir, args.output_dir, checkpoint=args.checkpoint,
             preset=args.preset, options=options, vocab_file=args.vocab_file,
-            lower_case=args.do_lower_case, overwrite=args.overwrite, progress=args.progress)
+            lower_case=args.do_lower_case, overwrite=args.overwrite, progress=args.progress,
+            tfds=args.tfds, tfds_data_dir=args.tfds_data_dir)
         metrics = finetuning.run()
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()
                       if k in finetuning.task.metric_names)

@@ -33,7 +33,13 @@ from keras_bert.checkpoints import (
 )
 from keras_bert.config import PRESETS, BertConfig
 from keras_bert.encoder import BertEncoder
-from keras_bert.errors import ArgumentError, InputNotFoundError, MismatchError, OutputError
+from keras_bert.errors import (
+    ArgumentError,
+    DataError,
+    InputNotFoundError,
+    MismatchError,
+    OutputError,
+)
 from keras_bert.tasks.base import Features, FeatureSettings, Task, feature_dataset
 from keras_bert.tasks.registry import get_task
 from keras_bert.tokenization import BertTokenizer
@@ -151,8 +157,8 @@ class Finetuning:
     `overwrite`). `run()` trains and writes `output_dir`.
 
     Args:
-        task: a task name (`keras_bert.tasks.TASK_NAMES`) or a `Task`.
-        data_dir: the benchmark's directory (e.g. GLUE's `SST-2/`).
+        task: a task name (`keras_bert.tasks.registry.TASK_NAMES`) or a `Task`.
+        data_dir: the benchmark's directory (e.g. GLUE's `SST-2/`); None with `tfds`.
         output_dir: the run directory to create.
         checkpoint: any path `load_encoder` takes; its vocab.txt is used unless
             `vocab_file` is given.
@@ -163,6 +169,9 @@ class Finetuning:
         lower_case: None reads it from the checkpoint (`checkpoint_lower_case`).
         overwrite: replace an existing `output_dir` (only once the new run is complete).
         progress: Keras progress bars.
+        tfds: instead of `data_dir`, a prepared tensorflow-datasets dataset
+            ("glue/sst2", "squad/v1.1", "conll2003", ...), read from `tfds_data_dir`
+            (default: tensorflow-datasets' own).
 
     Example:
 
@@ -172,12 +181,17 @@ class Finetuning:
     0.93
     """
 
-    def __init__(self, task: str | Task, data_dir: str, output_dir: str, *,
+    def __init__(self, task: str | Task, data_dir: str | None, output_dir: str, *,
                  checkpoint: str | None = None, preset: str | None = None,
                  options: FinetuneOptions = FinetuneOptions(), vocab_file: str | None = None,
                  lower_case: bool | None = None, overwrite: bool = False,
-                 progress: bool = True):
+                 progress: bool = True, tfds: str | None = None,
+                 tfds_data_dir: str | None = None):
         self.task = get_task(task) if isinstance(task, str) else task
+        if bool(data_dir) == bool(tfds):
+            raise ArgumentError("give either a data_dir (the benchmark's files) or a tfds "
+                                "dataset name.", field="data_dir")
+        self.source = TaskSource(self.task, data_dir, tfds, tfds_data_dir)
         self.options = options
         self.output_dir = os.path.abspath(output_dir)
         self.overwrite = overwrite
@@ -202,15 +216,11 @@ class Finetuning:
                               or DEFAULT_LEARNING_RATES.get(self.task.family, 2e-5))
         self.tokenizer = BertTokenizer(self.vocab_file, lower_case=self.lower_case)
         self.settings = options.feature_settings()
-        self.train = self._read_split(data_dir, "train", limit=options.max_train_examples)
-        self.dev = [self._read_split(data_dir, split) for split in self.task.dev_splits]
+        self.train = self._read_split("train", limit=options.max_train_examples)
+        self.dev = [self._read_split(split) for split in self.task.dev_splits]
 
-    def _read_split(self, data_dir: str, split: str, limit: int | None = None) -> Split:
-        path = self.task.split_path(data_dir, split)
-        if not os.path.isfile(path):
-            raise InputNotFoundError(f"the {split} split of {self.task.name} is missing: no "
-                                     f"{path} (expected the benchmark's own file layout).")
-        examples = self.task.read_examples(path)
+    def _read_split(self, split: str, limit: int | None = None) -> Split:
+        path, examples = self.source.read(split)
         if limit is not None:
             examples = examples[:limit]
         logger.info("%s: %d examples", path, len(examples))
@@ -272,6 +282,12 @@ class Finetuning:
             metrics[split.name] = results[split.name]["metrics"]
         metrics.update(task=self.task.name, seed=seed, train_examples=len(self.train.examples),
                        train_seconds=round(time.monotonic() - started, 1))
+        if "best_threshold" in metrics:
+            # SQuAD v2.0: the no-answer threshold τ chosen on dev is saved with the model,
+            # so `predict` decides "no answer" with it (the dev files and metrics above
+            # are at the τ they were decoded with, 0 by default).
+            self.task.restore({**self.task.config(),
+                               "null_score_diff_threshold": metrics["best_threshold"]})
         record = self._record(seed, history)
 
         def write(directory):
@@ -292,6 +308,33 @@ class Finetuning:
                 "options": dataclasses.asdict(self.options), "learning_rate": self.learning_rate,
                 "seed": seed, "checkpoint": self.checkpoint, "preset": self.preset,
                 "lower_case": self.lower_case, "history": history}
+
+
+class TaskSource:
+    """Where a task's splits come from: the benchmark's files or tensorflow-datasets."""
+
+    def __init__(self, task: Task, data_dir: str | None, tfds: str | None,
+                 tfds_data_dir: str | None):
+        self.task, self.data_dir, self.tfds, self.tfds_data_dir = (
+            task, data_dir, tfds, tfds_data_dir)
+        if data_dir and not os.path.isdir(data_dir):
+            raise InputNotFoundError(f"data_dir {data_dir!r} is not a directory.")
+
+    def read(self, split: str) -> tuple[str, list]:
+        """(a label for messages, the examples) of one split."""
+        if self.tfds:
+            from keras_bert.tasks.tfds_source import tfds_examples
+
+            return (f"{self.tfds} ({split})",
+                    tfds_examples(self.task, self.tfds, split, self.tfds_data_dir))
+        path = self.task.split_path(self.data_dir, split)
+        if not os.path.isfile(path):
+            raise InputNotFoundError(f"the {split} split of {self.task.name} is missing: no "
+                                     f"{path} (expected the benchmark's own file layout).")
+        examples = self.task.read_examples(path)
+        if not examples:
+            raise DataError("holds no examples (an empty split).", path=path)
+        return path, examples
 
 
 class _DevScore(keras.callbacks.Callback):
