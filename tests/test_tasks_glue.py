@@ -260,7 +260,7 @@ def test_end_to_end(tmp_path, tokenizer, name, dev_split):
 
     dev_examples = task.read_examples(task.split_path(DATA, dev_split))
     dev = task.features(dev_examples, tokenizer, settings)
-    outputs = model.predict(feature_dataset(dev, 1, with_labels=False), verbose=0)
+    outputs = model.predict(feature_dataset(dev, len(dev), with_labels=False), verbose=0)
     assert outputs.shape == (len(dev_examples), task.num_classes)
     predictions = task.decode(dev_examples, dev, outputs, settings)
     if task.labels:

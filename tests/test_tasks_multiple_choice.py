@@ -123,7 +123,7 @@ def test_end_to_end(tmp_path, tokenizer):
     assert np.isfinite(history.history["loss"][0])
     dev_examples = task.read_examples(task.split_path(DATA, "dev"))
     dev = task.features(dev_examples, tokenizer, settings)
-    outputs = model.predict(feature_dataset(dev, 1, with_labels=False), verbose=0)
+    outputs = model.predict(feature_dataset(dev, len(dev), with_labels=False), verbose=0)
     assert outputs.shape == (2, 4)
     predictions = task.decode(dev_examples, dev, outputs, settings)
     assert all(p in range(4) for p in predictions)

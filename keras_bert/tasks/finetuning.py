@@ -218,12 +218,14 @@ class Finetuning:
         self.settings = options.feature_settings()
         self.train = self._read_split("train", limit=options.max_train_examples)
         self.dev = [self._read_split(split) for split in self.task.dev_splits]
+        for split in (self.train, *self.dev):  # reported once every split has been read
+            logger.info("%s: %d examples, %d sequences", split.path, len(split.examples),
+                        len(split.features))
 
     def _read_split(self, split: str, limit: int | None = None) -> Split:
         path, examples = self.source.read(split)
         if limit is not None:
             examples = examples[:limit]
-        logger.info("%s: %d examples", path, len(examples))
         return Split(split, path, examples,
                      self.task.features(examples, self.tokenizer, self.settings))
 
