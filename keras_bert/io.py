@@ -126,7 +126,9 @@ def expand_patterns(patterns: str | os.PathLike | Iterable[str], what: str = "in
             pattern = os.path.expanduser(pattern)
             import glob
 
-            matched = [f for f in glob.glob(pattern) if not os.path.isdir(f)]
+            # A file whose name holds glob characters ("[1].txt") is taken as named.
+            matched = ([pattern] if os.path.isfile(pattern)
+                       else [f for f in glob.glob(pattern) if not os.path.isdir(f)])
         if not matched:
             if isdir(pattern):
                 raise InputNotFoundError(

@@ -106,7 +106,10 @@ def run(args: argparse.Namespace) -> int:
     if instances and options.next_sentence_prediction:
         print(f"Next sentence random: {totals.get('random_next_instances', 0) / instances:.1%}.")
     bad = {k: v for k, v in skipped.items() if k not in ("files", "lines") and v}
-    bad.update({k: totals[k] for k in ("empty_sentences", "long_sentences") if totals.get(k)})
+    bad.update({k: totals[k] for k in ("empty_sentences", "long_sentences", "split_documents")
+                if totals.get(k)})
+    # Too few documents for next-sentence sampling (see the sidecar's nsp_* counts).
+    bad.update({k: v for k, v in totals.items() if k.startswith("nsp_") and v})
     if bad:
         print("Input handled: " + ", ".join(f"{k}={v}" for k, v in sorted(bad.items())) + ".")
     return 0

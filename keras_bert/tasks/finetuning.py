@@ -66,7 +66,7 @@ class FinetuneOptions:
         train_batch_size: sequences per update.
         eval_batch_size: sequences per prediction batch.
         learning_rate: peak learning rate; None takes the task family's default
-            (`DEFAULT_LEARNING_RATES`).
+            (`DEFAULT_LEARNING_RATES`; 1e-3 for the feature-based tagger).
         num_train_epochs: passes over the training data (fractions allowed).
         warmup_proportion: fraction of the updates with linear warmup.
         weight_decay: decoupled weight decay (not on LayerNorm and biases).
@@ -212,8 +212,11 @@ class Finetuning:
             raise ArgumentError(
                 f"max_seq_length {options.max_seq_length} is longer than the model's "
                 f"{self.config.max_position_embeddings} positions.", field="max_seq_length")
-        self.learning_rate = (options.learning_rate
-                              or DEFAULT_LEARNING_RATES.get(self.task.family, 2e-5))
+        # The feature-based tagger trains only a BiLSTM and a classifier from scratch on a
+        # frozen encoder: it needs the larger rate of training from scratch.
+        default_rate = (1e-3 if options.feature_based
+                        else DEFAULT_LEARNING_RATES.get(self.task.family, 2e-5))
+        self.learning_rate = options.learning_rate or default_rate
         self.tokenizer = BertTokenizer(self.vocab_file, lower_case=self.lower_case)
         self.settings = options.feature_settings()
         self.train = self._read_split("train", limit=options.max_train_examples)
