@@ -20,7 +20,9 @@ EXTRAS = {
     "hf": ["tokenizers"],
     # Peers measured side by side in benchmarks/.
     "bench": ["keras-hub", "tokenizers", "psutil"],
-    "datasets": ["tensorflow-datasets"],
+    # tensorflow-datasets imports importlib_resources to prepare datasets but does not
+    # declare it.
+    "datasets": ["tensorflow-datasets", "importlib_resources"],
     # Independent references that scripts/ regenerate tests/data from (not needed by CI).
     "refs": ["bert-tensorflow==1.0.4", "tokenizers"],
 }
