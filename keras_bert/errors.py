@@ -70,3 +70,7 @@ class InputNotFoundError(UserInputError, FileNotFoundError):
 class OutputError(UserInputError, OSError):
     """An output location cannot be used: not writable, a file where a directory is
     needed, or already holding something that must not be overwritten."""
+
+
+class OutputExistsError(OutputError, FileExistsError):
+    """The output location already holds something that must not be overwritten."""

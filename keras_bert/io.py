@@ -22,7 +22,7 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 
-from keras_bert.errors import InputNotFoundError, OutputError
+from keras_bert.errors import InputNotFoundError, OutputError, OutputExistsError
 
 _TEMPORARY_MARK = ".tmp-"
 
@@ -290,8 +290,8 @@ def atomic_directory(directory: str | os.PathLike, write: Callable[[str], None],
     check_writable(directory, kind="directory")
     os.makedirs(parent, exist_ok=True)
     if os.path.isdir(directory) and os.listdir(directory) and not overwrite:
-        raise OutputError(f"{directory!r} exists and is not empty; choose a new directory, "
-                          "remove it first, or overwrite it.")
+        raise OutputExistsError(f"{directory!r} exists and is not empty; choose a new "
+                                "directory, remove it first, or overwrite it.")
     name = os.path.basename(directory)
     tmp = tempfile.mkdtemp(prefix=f".{name}{_TEMPORARY_MARK}", dir=parent)
     old = None
