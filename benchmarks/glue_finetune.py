@@ -36,6 +36,16 @@ the previous side for a while (`--wait_idle_s` waits for it to settle first).
 
 Prints one JSON line per measured row ({"row": ..., ...}) and a final summary line
 ({"summary": "glue_finetune", ...}); a Markdown version of the table goes to stderr.
+A row holds its settings, `dev` (the official metrics, fractions), `train_seconds` (the
+training epochs alone; keras_bert's include tracing its train function, see
+`steps_timing.first_s`), `train_seq_per_s`, `train_cpu_seconds`, `prepare_seconds`
+(reading + tokenization), `load_seconds` (checkpoint to model), `eval_seconds`,
+`import_seconds`, `peak_rss_mb`, `load_avg_before`/`after` and the library versions.
+The summary adds `time_ratio`, `accuracy_delta` (points), `goal_met`, `like_for_like`,
+`token_ids_check` (sequences the two tokenizers turned into different ids), `table`,
+`cpu` (lscpu: AMX, AVX512-BF16) and `load_warning` when the machine was busy.
+`--quick` runs only keras_bert grouped and HF max_length/dynamic in the recipe unless
+`--kb_variants`/`--hf_variants` say otherwise.
 """
 
 from __future__ import annotations
@@ -125,6 +135,18 @@ def prepare_task(task: str, glue_dir: str, out_root: str, *, max_train: int | No
             "dev_rows": _write(os.path.join(target, "dev.tsv"), dev_header, dev)}
 
 
+def step_stats(seconds: list[float], batch_size: int) -> dict:
+    """First, median and slowest training step, and the rate at the median step."""
+    if not seconds:
+        return {}
+    ordered = sorted(seconds)
+    median = ordered[len(ordered) // 2]
+    return {"steps": len(seconds), "first_s": round(seconds[0], 3),
+            "median_s": round(median, 3), "max_s": round(ordered[-1], 3),
+            "seq_per_s_at_median_step": round(batch_size / median, 2),
+            "seconds_after_first_step": round(sum(seconds[1:]), 2)}
+
+
 def cpu_info() -> dict:
     """The CPU's model and whether it has AMX / AVX512-BF16 / AVX-512 (from lscpu)."""
     info = {"cores": len(os.sched_getaffinity(0))}
@@ -154,15 +176,22 @@ def _keras_job(job: dict, import_seconds: float) -> dict:
 
     load_before = os.getloadavg()
     timing = {"load_seconds": 0.0, "fit_seconds": 0.0, "epoch_seconds": [],
-              "epoch_cpu_seconds": []}
+              "epoch_cpu_seconds": [], "step_seconds": []}
 
     class EpochTimer(keras.callbacks.Callback):
         """First in fit's callback list: its on_epoch_end runs once the epoch's steps
         are done (fit has read the metrics, so the steps have run) and before the dev
-        scoring callback."""
+        scoring callback. Steps are timed too (on CPU a step has run when the call
+        returns; the first one includes tracing the train function)."""
 
         def on_epoch_begin(self, epoch, logs=None):
             self._start, self._cpu = time.perf_counter(), time.process_time()
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self._step = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            timing["step_seconds"].append(time.perf_counter() - self._step)
 
         def on_epoch_end(self, epoch, logs=None):
             timing["epoch_seconds"].append(time.perf_counter() - self._start)
@@ -232,6 +261,7 @@ def _keras_job(job: dict, import_seconds: float) -> dict:
         "train_seconds": round(train_seconds, 2),
         "epoch_seconds": [round(s, 2) for s in timing["epoch_seconds"]],
         "train_seq_per_s": round(sequences / train_seconds, 2),
+        "steps_timing": step_stats(timing["step_seconds"], job["batch_size"]),
         "train_cpu_seconds": round(cpu_seconds, 2),
         "train_seq_per_cpu_s": round(sequences / cpu_seconds, 2) if cpu_seconds else None,
         "prepare_seconds": round(prepare_seconds, 2),
@@ -349,11 +379,13 @@ def main():
     parser.add_argument("--skip_hf", action="store_true")
     parser.add_argument("--precision", default="float32",
                         choices=("float32", "mixed_bfloat16"), help="keras_bert side")
-    parser.add_argument("--kb_variants", default=",".join(KB_VARIANTS),
+    parser.add_argument("--kb_variants", default=None,
                         help="keras_bert batching for the SST-2 recipe: grouped (the "
-                             "library default, reported as keras_bert), ungrouped")
-    parser.add_argument("--hf_variants", default=",".join(HF_VARIANTS),
-                        help="HF padding for the SST-2 recipe: max_length, dynamic, grouped")
+                             "library default, reported as keras_bert), ungrouped "
+                             "(default: both; --quick: grouped)")
+    parser.add_argument("--hf_variants", default=None,
+                        help="HF padding for the SST-2 recipe: max_length, dynamic, grouped "
+                             "(default: all three; --quick: max_length,dynamic)")
     parser.add_argument("--table_hf_padding", default="dynamic", choices=HF_VARIANTS)
     parser.add_argument("--hf_schedule", default="linear_with_warmup",
                         choices=("linear_with_warmup", "bert"),
@@ -392,6 +424,10 @@ def main():
     unknown = set(tasks) - set(TASK_FILES)
     if unknown:
         parser.error(f"unknown tasks {sorted(unknown)}; choose from {sorted(TASK_FILES)}")
+    if args.kb_variants is None:
+        args.kb_variants = "grouped" if args.quick else ",".join(KB_VARIANTS)
+    if args.hf_variants is None:
+        args.hf_variants = "max_length,dynamic" if args.quick else ",".join(HF_VARIANTS)
     kb_variants = [v for v in args.kb_variants.split(",") if v]
     hf_variants = [v for v in args.hf_variants.split(",") if v]
     if "grouped" not in kb_variants:
@@ -404,6 +440,7 @@ def main():
     sides = ["keras_bert"] + ([] if args.skip_hf else ["hf"])
 
     started = time.perf_counter()
+    args.load_avg_start = [round(x, 2) for x in os.getloadavg()]
     workdir = tempfile.mkdtemp(prefix="glue_finetune_")
     ids_dir = os.path.join(workdir, "ids")
     os.makedirs(ids_dir)
@@ -435,8 +472,7 @@ def main():
                            seq=args.sst2_max_seq_length, epochs=args.sst2_epochs,
                            ids_dir=ids)
                 (row,) = run_side(side, [job], workdir, args.wait_idle_s)
-                name = "keras_bert" if side == "keras_bert" else "hf"
-                row = {"row": f"sst2_recipe/{name}/{padding}", **row}
+                row = {"row": f"sst2_recipe/{side}/{padding}", **row}
                 rows[("sst2", side, padding)] = row
                 _emit(row)
 
@@ -471,6 +507,7 @@ def summarize(args, tasks, rows, data, token_check, cpu, load_note) -> dict:
                "checkpoint_model": "MiniLM-L6-H384 (all-MiniLM-L6-v2 weights, BertModel)",
                "quick": args.quick, "precision_keras_bert": args.precision,
                "hf_schedule": args.hf_schedule, "cpu": cpu, "threads": args.threads,
+               "load_avg_start": args.load_avg_start,
                "load_avg_end": [round(x, 2) for x in os.getloadavg()], "note": load_note,
                "data_rows": {t: {k: v for k, v in d.items() if k != "data_dir"}
                              for t, d in data.items()},
@@ -505,8 +542,10 @@ def summarize(args, tasks, rows, data, token_check, cpu, load_note) -> dict:
             padding: round(kb["train_seconds"] / r["train_seconds"], 3)
             for (task, side, padding), r in rows.items()
             if task == "sst2" and side == "hf" and _ok(r)}
-        summary["time_ratio_vs_reference_hf"] = round(
-            kb["train_seconds"] / REFERENCE_HF["train_seconds"], 3)
+        if (kb["train_examples"], kb["dev_examples"], kb["max_seq_length"], kb["epochs"]) == (
+                8000, 872, 64, 1):  # the reference's own recipe
+            summary["time_ratio_vs_reference_hf"] = round(
+                kb["train_seconds"] / REFERENCE_HF["train_seconds"], 3)
         like = {}
         for ours, theirs in (("grouped", "grouped"), ("ungrouped", "dynamic")):
             a, b = rows.get(("sst2", "keras_bert", ours)), rows.get(("sst2", "hf", theirs))
@@ -517,6 +556,16 @@ def summarize(args, tasks, rows, data, token_check, cpu, load_note) -> dict:
                     "accuracy_delta": round(100 * (a["dev"]["accuracy"]
                                                    - b["dev"]["accuracy"]), 2)}
         summary["like_for_like"] = like
+    if args.load_avg_start[0] > 0.5:
+        summary["load_warning"] = (
+            f"the machine was busy when the run started (1-minute load "
+            f"{args.load_avg_start[0]} on {cpu.get('cores')} cores): wall times are not "
+            "representative, and PyTorch's OpenMP threads suffer more than TensorFlow's "
+            "thread pool when another process takes a core; rerun on an idle machine")
+    summary["versions"] = {}
+    for row in rows.values():
+        if _ok(row):
+            summary["versions"].update(row["versions"])
     table = {}
     for task in tasks:
         metric, paper = PAPER_BERT_BASE_TEST[task]

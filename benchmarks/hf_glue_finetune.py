@@ -97,6 +97,19 @@ def glue_scores(task: str, gold, predicted) -> dict:
     return scores
 
 
+def step_stats(seconds: list[float], batch_size: int) -> dict:
+    """First, median and slowest training step (data loading included), and the rate at
+    the median step."""
+    if not seconds:
+        return {}
+    ordered = sorted(seconds)
+    median = ordered[len(ordered) // 2]
+    return {"steps": len(seconds), "first_s": round(seconds[0], 3),
+            "median_s": round(median, 3), "max_s": round(ordered[-1], 3),
+            "seq_per_s_at_median_step": round(batch_size / median, 2),
+            "seconds_after_first_step": round(sum(seconds[1:]), 2)}
+
+
 def _decay_groups(model, weight_decay: float) -> list[dict]:
     """Trainer's parameter groups: no weight decay on biases and LayerNorm weights."""
     import torch
@@ -208,11 +221,12 @@ def run_job(job: dict, import_seconds: float) -> dict:
         return glue_scores(task, dev_labels, predicted)
 
     # --- training: the epoch loops alone are timed --------------------------------------
-    epoch_seconds, epoch_cpu_seconds, history = [], [], []
+    epoch_seconds, epoch_cpu_seconds, step_seconds, history = [], [], [], []
     eval_seconds, step, losses = 0.0, 0, []
     model.train()
     for epoch in range(max(1, math.ceil(job["epochs"]))):
         start, cpu_start = time.perf_counter(), time.process_time()
+        step_start = time.perf_counter()
         for batch in loader:
             if step >= total:
                 break
@@ -224,6 +238,8 @@ def run_job(job: dict, import_seconds: float) -> dict:
             optimizer.zero_grad(set_to_none=True)
             losses.append(loss.item())
             step += 1
+            step_seconds.append(time.perf_counter() - step_start)
+            step_start = time.perf_counter()
         epoch_seconds.append(time.perf_counter() - start)
         epoch_cpu_seconds.append(time.process_time() - cpu_start)
         start = time.perf_counter()
@@ -247,6 +263,7 @@ def run_job(job: dict, import_seconds: float) -> dict:
         "train_seconds": round(train_seconds, 2),
         "epoch_seconds": [round(s, 2) for s in epoch_seconds],
         "train_seq_per_s": round(sequences / train_seconds, 2),
+        "steps_timing": step_stats(step_seconds, job["batch_size"]),
         "train_cpu_seconds": round(cpu_seconds, 2),
         "train_seq_per_cpu_s": round(sequences / cpu_seconds, 2) if cpu_seconds else None,
         "prepare_seconds": round(prepare_seconds, 2), "load_seconds": round(load_seconds, 2),

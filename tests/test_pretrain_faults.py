@@ -375,7 +375,9 @@ def test_cli_sigint_exits_with_a_checkpoint_and_the_same_command_resumes(tmp_pat
     assert [(s["kind"], s["start_step"]) for s in starts] == [("started", 0), ("resumed", saved)]
 
 
-def test_cli_reports_ordinary_mistakes_in_one_line_with_exit_2(tmp_path, data):
+def test_cli_reports_ordinary_mistakes_in_one_line_with_exit_2(tmp_path, data, capsys):
+    from keras_bert import cli
+
     config = write_config(str(tmp_path / "bert_config.json"))
     (tmp_path / "cut").mkdir()
     path = write_records(str(tmp_path / "cut" / "a.tfrecord"), synthetic_examples(8))
@@ -394,13 +396,17 @@ def test_cli_reports_ordinary_mistakes_in_one_line_with_exit_2(tmp_path, data):
                                                              "neither a preset"),
     ]
     for args, message in cases:
-        result = subprocess.run(pretrain(*args), capture_output=True, text=True, timeout=120,
-                                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-        assert result.returncode == 2, result.stderr[-3000:]
-        lines = result.stderr.strip().splitlines()
-        assert lines[-1].startswith("keras-bert pretrain: error: ") and message in lines[-1], (
-            result.stderr[-3000:])
-        assert "Traceback" not in result.stderr
+        assert cli.main(["pretrain", *args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("keras-bert pretrain: error: ") and message in err, err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    # The console script, as a user runs it.
+    result = subprocess.run(pretrain(*cases[0][0]), capture_output=True, text=True,
+                            timeout=120, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 2, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("keras-bert pretrain: error: ") and cases[0][1] in last
+    assert "Traceback" not in result.stderr
     assert not (tmp_path / "run").exists()
 
 

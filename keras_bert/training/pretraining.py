@@ -401,15 +401,31 @@ def _run_settings(options: PretrainingOptions, next_sentence: bool, config: Bert
     settings = {
         "options": trained,
         "bert_config": config.to_dict(),
+        # Files by name and size, not path: data staged elsewhere on a restart resumes.
         "data": {"files": [[os.path.basename(f), size]
                            for f, size in zip(info.files, info.file_sizes)],
                  "settings": info.settings, "vocab_sha256": info.vocab.get("sha256")},
         "vocab_sha256": vocab_sha256,
-        "init_checkpoint": init_checkpoint and (
-            init_checkpoint if io.is_remote(init_checkpoint)
-            else os.path.abspath(init_checkpoint)),
+        "init_checkpoint": init_checkpoint and _checkpoint_name(init_checkpoint),
     }
     return json.loads(json.dumps(settings))
+
+
+def _checkpoint_name(init_checkpoint: str) -> str:
+    """An init checkpoint as a run's settings record it: its directory's name (and the
+    prefix of a Google checkpoint), not its full path, so a job that stages the same
+    checkpoint elsewhere on every restart still resumes (its config and vocab are
+    compared as well).
+
+    Example:
+
+    >>> _checkpoint_name("/tmp/job-1/uncased_L-12_H-768_A-12/bert_model.ckpt")
+    'uncased_L-12_H-768_A-12/bert_model.ckpt'
+    """
+    path = os.path.normpath(init_checkpoint.rstrip("/"))
+    if io.isdir(path):
+        return os.path.basename(path)
+    return "/".join([os.path.basename(os.path.dirname(path)), os.path.basename(path)])
 
 
 def _flatten(value, prefix: str = "") -> dict:
@@ -422,7 +438,7 @@ def _flatten(value, prefix: str = "") -> dict:
 
 
 _SETTING_NAMES = {"data.files": "input files", "data.vocab_sha256": "the data's vocab",
-                  "vocab_sha256": "vocab_file", "init_checkpoint": "init_checkpoint"}
+                  "vocab_sha256": "vocab", "init_checkpoint": "init_checkpoint"}
 _MISSING = object()
 
 
@@ -594,7 +610,8 @@ class Pretraining:
                            or info.settings.get("max_predictions_per_seq", 20))
         self.is_chief = distribute.is_chief(strategy)
         settings = _run_settings(options, next_sentence, bert_config, info,
-                                 vocab_file and io.file_sha256(vocab_file), init_checkpoint)
+                                 self._vocab_source and io.file_sha256(self._vocab_source),
+                                 init_checkpoint)
         self.start_kind = self._start_kind(settings, overwrite=overwrite, resume=resume)
         self._replace_previous = self.start_kind in ("restarted", "overwrote")
 
