@@ -20,19 +20,24 @@ Example:
 from __future__ import annotations
 
 import argparse
-import logging
 import os
-import sys
 
+from keras_bert.errors import ArgumentError, MismatchError
 from keras_bert.pipelines.flags import (
     add_boolean,
+    library_logging,
     nonnegative_float,
     nonnegative_int,
     options_from_args,
     positive_float,
     positive_int,
 )
-from keras_bert.training import PREEMPTED_EXIT_CODE, Pretraining, PretrainingOptions
+from keras_bert.training import (
+    PREEMPTED_EXIT_CODE,
+    SIGNAL_EXIT_CODES,
+    Pretraining,
+    PretrainingOptions,
+)
 from keras_bert.training.distribute import PRECISIONS, STRATEGIES
 from keras_bert.training.optimization import OPTIMIZERS
 
@@ -93,31 +98,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="auto: bfloat16 on TPU, float16 with loss scaling on GPU, float32 on CPU")
     add("--seed", type=int, default=_DEFAULTS.seed,
         help="seeds initialization, dropout and input order (default: %(default)s)")
+    add_boolean(parser, "resume", False, "continue the run in --output_dir to a new "
+                "--num_train_steps (with the same settings a rerun resumes by itself)")
+    add_boolean(parser, "overwrite", False, "start a new run in place of the one in "
+                "--output_dir that was made with other settings")
     add_boolean(parser, "progress", True, "show a progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
-    # The run's own messages (strategy, resuming at step N, SIGTERM) go to stderr.
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logger = logging.getLogger("keras_bert")
-    previous_level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        pretraining = Pretraining(
-            args.input_file, args.output_dir, args.config,
-            options_from_args(PretrainingOptions, args),
-            vocab_file=args.vocab_file, strategy=args.strategy, tpu=args.tpu,
-            init_checkpoint=args.init_checkpoint, progress=args.progress)
+    # The run's own messages (strategy, resuming at step N, a stop signal) go to stderr.
+    with library_logging():
+        try:
+            pretraining = Pretraining(
+                args.input_file, args.output_dir, args.config,
+                options_from_args(PretrainingOptions, args),
+                vocab_file=args.vocab_file, strategy=args.strategy, tpu=args.tpu,
+                init_checkpoint=args.init_checkpoint, progress=args.progress,
+                overwrite=args.overwrite, resume=args.resume)
+        except MismatchError as e:
+            # The library speaks of its arguments; the command of its flags.
+            raise MismatchError(str(e).replace("resume=True", "--resume")
+                                .replace("overwrite=True", "--overwrite")) from None
+        except ConnectionError as e:  # an unreachable --tpu is the user's address to fix
+            raise ArgumentError(str(e), field="tpu") from None
         metrics = pretraining.fit()
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(previous_level)
     if metrics.get("preempted"):
-        print(f"Stopped by SIGTERM at step {metrics['step']}; saved {metrics['checkpoint']}. "
+        signal = metrics.get("signal", "SIGTERM")
+        print(f"Stopped by {signal} at step {metrics['step']}; saved {metrics['checkpoint']}. "
               "Run the same command again to resume.")
-        return PREEMPTED_EXIT_CODE
+        return SIGNAL_EXIT_CODES.get(signal, PREEMPTED_EXIT_CODE)
     if pretraining.is_chief:
         _print_summary(args.output_dir, metrics)
     return 0

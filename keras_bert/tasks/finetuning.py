@@ -265,6 +265,7 @@ class Finetuning:
         # The last epoch may be partial (fractional num_train_epochs).
         model.fit(dataset, epochs=epochs, steps_per_epoch=min(steps, total),
                   callbacks=[scorer], shuffle=False, verbose=1 if self.progress else 0)
+        self.fit_seconds = scorer.fit_seconds
         return model, scorer.last, history
 
     def run(self) -> dict:
@@ -278,14 +279,15 @@ class Finetuning:
             model, results, history = self._train_once(seed, restart)
             score = results[self.dev[0].name]["metrics"][self.task.main_metric]
             if best is None or score > best[0]:
-                best = (score, seed, model, results, history)
+                best = (score, seed, model, results, history, self.fit_seconds)
             else:
                 del model
-        _, seed, model, results, history = best
+        _, seed, model, results, history, fit_seconds = best
         metrics = dict(results[self.dev[0].name]["metrics"])
         for split in self.dev[1:]:
             metrics[split.name] = results[split.name]["metrics"]
         metrics.update(task=self.task.name, seed=seed, train_examples=len(self.train.examples),
+                       fit_seconds=round(fit_seconds, 1),
                        train_seconds=round(time.monotonic() - started, 1))
         if "best_threshold" in metrics:
             # SQuAD v2.0: the no-answer threshold τ chosen on dev is saved with the model,
@@ -350,9 +352,14 @@ class _DevScore(keras.callbacks.Callback):
         super().__init__()
         self.finetuning, self.restart, self.history = run, restart, history
         self.last: dict = {}
+        self.fit_seconds = 0.0  # training only, dev scoring left out
         self._start = time.monotonic()
 
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_start = time.monotonic()
+
     def on_epoch_end(self, epoch, logs=None):
+        self.fit_seconds += time.monotonic() - self._epoch_start
         run = self.finetuning
         results = {split.name: score_split(run.task, self.model, split.examples,
                                            split.features, run.settings,
@@ -363,6 +370,7 @@ class _DevScore(keras.callbacks.Callback):
         entry = {"restart": self.restart, "epoch": epoch + 1,
                  "loss": float((logs or {}).get("loss", float("nan"))),
                  "seconds": round(time.monotonic() - self._start, 1),
+                 "fit_seconds": round(self.fit_seconds, 1),
                  "dev": {name: r["metrics"] for name, r in results.items()}}
         self.history.append(entry)
         shown = ", ".join(f"{k} {v:.4f}" for k, v in main.items()
