@@ -506,7 +506,9 @@ def checkpoint_lower_case(path: str | os.PathLike) -> bool:
     False
     """
     path = os.fspath(path)
-    directory = path if os.path.isdir(path) else os.path.dirname(path)
+    # A file or a Google checkpoint prefix names its directory; anything else is one.
+    is_file = os.path.isfile(path) or os.path.isfile(path + ".index")
+    directory = os.path.dirname(path) if is_file else path
     config = os.path.join(directory, "tokenizer_config.json")
     if os.path.isfile(config):
         with open(config, encoding="utf-8") as f:
