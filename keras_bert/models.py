@@ -67,11 +67,12 @@ class _BertTask(keras.Model):
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
         return cls(**config)
 
+    # Most tasks classify: integer labels against logits over the last axis.
     def default_loss(self):
-        raise NotImplementedError
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
     def default_metrics(self):
-        return None
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         """Like `keras.Model.compile`; "auto" picks the task's standard choice.
@@ -265,6 +266,9 @@ class BertSpanLabeler(_BertTask):
         ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         return {"start_logits": ce, "end_logits": ce}
 
+    def default_metrics(self):
+        return None
+
     def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
         # The paper's objective is the mean of the start and end log-likelihoods.
         if loss == "auto":
@@ -305,11 +309,6 @@ class BertTokenClassifier(_BertTask):
     def _task_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout}
 
-    def default_loss(self):
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-    def default_metrics(self):
-        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -351,11 +350,6 @@ class BertMultipleChoice(_BertTask):
     def _task_config(self):
         return {"num_choices": self.num_choices, "dropout": self.dropout}
 
-    def default_loss(self):
-        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-    def default_metrics(self):
-        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -402,6 +396,10 @@ class BertFeatureExtractor(_BertTask):
 
     def _task_config(self):
         return {"layers": list(self.layers_used), "combine": self.combine}
+
+    def default_loss(self):
+        raise NotImplementedError("BertFeatureExtractor is frozen and has nothing to train; "
+                                  "put a model on top of its features and compile that.")
 
     def call(self, inputs, training=None, mask=None, **kwargs):
         # Frozen features: the encoder always runs in inference mode (no dropout).

@@ -41,6 +41,16 @@ def attention_bias(input_mask, dtype="float32"):
     return ops.expand_dims(ops.expand_dims((1.0 - mask) * MASK_BIAS, 1), 1)
 
 
+def attention_output_spec(x, num_heads, dtype, return_probs=False):
+    """The symbolic outputs of a layer that maps `x` [batch, seq, H] to the same shape and,
+    with `return_probs`, also gives attention probabilities [batch, heads, seq, seq]."""
+    out = keras.KerasTensor(x.shape, dtype=dtype)
+    if not return_probs:
+        return out
+    probs_shape = (x.shape[0], num_heads, x.shape[1], x.shape[1])
+    return out, keras.KerasTensor(probs_shape, dtype=dtype)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertSelfAttention(keras.layers.Layer):
     """Scaled dot-product self-attention over A heads with query/key/value/output projections.
@@ -125,11 +135,7 @@ class BertSelfAttention(keras.layers.Layer):
         return (out, probs) if return_probs else out
 
     def compute_output_spec(self, x, bias, training=None, return_probs=False):
-        out = keras.KerasTensor(x.shape, dtype=self.compute_dtype)
-        if not return_probs:
-            return out
-        probs_shape = (x.shape[0], self.num_heads, x.shape[1], x.shape[1])
-        return out, keras.KerasTensor(probs_shape, dtype=self.compute_dtype)
+        return attention_output_spec(x, self.num_heads, self.compute_dtype, return_probs)
 
     def get_config(self):
         return {**super().get_config(), "num_heads": self.num_heads,

@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from keras_bert.layers.attention import BertSelfAttention, dense_rows
+from keras_bert.layers.attention import BertSelfAttention, attention_output_spec, dense_rows
 
 _SQRT_HALF = 0.7071067811865476
 _TANH_GELU_A = 1.5957691216057308  # 2 * sqrt(2 / pi)
@@ -138,11 +138,7 @@ class TransformerBlock(keras.layers.Layer):
         return (x, probs) if return_probs else x
 
     def compute_output_spec(self, x, bias, training=None, return_probs=False):
-        out = keras.KerasTensor(x.shape, dtype=self.compute_dtype)
-        if not return_probs:
-            return out
-        probs_shape = (x.shape[0], self.num_heads, x.shape[1], x.shape[1])
-        return out, keras.KerasTensor(probs_shape, dtype=self.compute_dtype)
+        return attention_output_spec(x, self.num_heads, self.compute_dtype, return_probs)
 
     def get_config(self):
         return {**super().get_config(), "num_heads": self.num_heads,
