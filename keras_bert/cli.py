@@ -26,6 +26,8 @@ COMMANDS = {
                  "split"),
     "predict": ("keras_bert.pipelines.predict", "predict with a fine-tuned model on a file in "
                 "the task's layout"),
+    "export": ("keras_bert.pipelines.export", "export an encoder or fine-tuned model as a "
+               "SavedModel for TF Serving and TF Hub"),
     "demo": ("keras_bert.pipelines.demo", "end to end on local text: vocab, TFRecords, "
              "pretraining, masked-token predictions"),
 }
