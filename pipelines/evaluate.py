@@ -17,6 +17,7 @@ import argparse
 import os
 
 from keras_bert.pipelines.flags import (
+    add_boolean,
     library_logging,
     positive_int,
     require_directory,
@@ -38,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "metrics.json only)")
     add("--eval_batch_size", type=positive_int, default=64,
         help="sequences per prediction batch (default: %(default)s)")
+    add_boolean(parser, "progress", True, "show a progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
             _, examples = source.read(split)
             splits.append((split, examples, finetuned.featurize(examples)))
         results = {split: score_split(task, finetuned.model, examples, features,
-                                      finetuned.settings, args.eval_batch_size)
+                                      finetuned.settings, args.eval_batch_size,
+                                      progress=args.progress)
                    for split, examples, features in splits}
     first = task.dev_splits[0]
     metrics = dict(results[first]["metrics"])

@@ -58,8 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--output_dir", required=True, help="the run directory to create")
     add_boolean(parser, "do_lower_case", None, "lower-case and strip accents (auto: from "
                 "the checkpoint's tokenizer_config.json or name)")
-    add("--max_seq_length", type=positive_int, default=_DEFAULTS.max_seq_length,
-        help="tokens per sequence (default: %(default)s; SQuAD: use 384)")
+    add("--max_seq_length", type=positive_int, default=None,
+        help="tokens per sequence (default: 384 for SQuAD, else 128)")
     add("--train_batch_size", type=positive_int, default=_DEFAULTS.train_batch_size,
         help="sequences per update (default: %(default)s)")
     add("--eval_batch_size", type=positive_int, default=_DEFAULTS.eval_batch_size,

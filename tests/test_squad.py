@@ -90,10 +90,15 @@ def test_sample_gold_spans_decode_to_the_gold_text(settings, minilm_tokenizer):
     from keras_bert.metrics import squad_evaluate
 
     task = SquadTask("squad1")
+    # Every question is read (and would be evaluated); the 6 none of whose answers
+    # matches the context at its answer_start have no gold span to decode.
     examples = task.read_examples(SAMPLE)
     stats = task.read_stats[SAMPLE]
-    assert (stats.questions, stats.examples, len(stats.mismatched_answers)) == (221, 215, 19)
+    assert (stats.questions, stats.examples, len(stats.mismatched_answers)) == (221, 221, 19)
     assert len(stats.skipped_questions) == 6
+    examples = task.training_examples(examples)
+    assert len(examples) == 215
+    assert not {e.qid for e in examples} & set(stats.skipped_questions)
     features = task.features(examples, minilm_tokenizer, settings)
     windows = np.bincount(features.example_index, minlength=len(examples))
     assert windows.min() >= 1 and (windows >= 2).sum() >= 5, "multi-window questions occur"
@@ -265,9 +270,13 @@ def test_mismatched_answers_are_counted_and_skipped(tmp_path, caplog):
     task = SquadTask("squad1")
     with caplog.at_level(logging.WARNING, logger="keras_bert"):
         examples = task.read_examples(path)
-    assert [e.qid for e in examples] == ["ok", "second"]
-    assert (examples[1].answer_text, examples[1].answer_start) == ("home", 8)
-    assert examples[1].answers == ("home", "home")
+    # Every question stays for evaluation; "bad" has no training target.
+    assert [e.qid for e in examples] == ["ok", "bad", "second"]
+    assert (examples[1].answers, examples[1].answer_start, examples[1].has_target) == (
+        ("Ann",), None, False)
+    assert (examples[2].answer_text, examples[2].answer_start) == ("home", 8)
+    assert examples[2].answers == ("home", "home")
+    assert [e.qid for e in task.training_examples(examples)] == ["ok", "second"]
     stats = task.read_stats[path]
     assert stats.mismatched_answers == [("bad", 0), ("second", 0)]
     assert stats.skipped_questions == ["bad"]
@@ -317,6 +326,52 @@ def test_v2_and_unlabelled_reading(tmp_path):
 
 
 # --- evaluation, output, the task -------------------------------------------------------
+
+
+def test_v2_threshold_when_answering_nothing_is_best():
+    # Two unanswerable questions and one whose best span is wrong, every null odds
+    # negative (each span beats its [CLS] score). By hand: answering nothing scores
+    # 2/3; answering in increasing order of null odds never beats it, so the official
+    # search keeps its initial threshold 0.0, at which every question is answered
+    # (score 0). The τ saved must be one that realizes 2/3: below every null odds.
+    examples = [example("q1", "who", "b c", impossible=True),
+                example("q2", "who", "b c", impossible=True),
+                example("q3", "who", "b c", "b")]
+    predictions = [SquadPrediction("q1", "c", "c", -2.0, ()),
+                   SquadPrediction("q2", "c", "c", -1.0, ()),
+                   SquadPrediction("q3", "c", "c", -3.0, ())]
+    task = SquadTask("squad2")
+    metrics = task.evaluate(examples, predictions)
+    assert metrics["best_f1_thresh"] == 0.0  # the official script's number
+    assert metrics["best_f1"] == pytest.approx(200 / 3)
+    assert metrics["best_threshold"] < -3.0
+    tuned, tuned_metrics = task.tune_on_dev(examples, predictions, metrics)
+    assert [p.text for p in tuned] == ["", "", ""]
+    assert tuned_metrics["f1"] == pytest.approx(200 / 3)
+    assert tuned_metrics["exact_match"] == pytest.approx(200 / 3)
+
+
+def test_v2_tune_on_dev_applies_the_best_threshold():
+    # q1's span is right (null odds 0.5), q2 is unanswerable (null odds 1.5): by hand the
+    # best τ answers q1 and not q2, i.e. 0.5 <= τ < 1.5; at τ = 0 both are "no answer"
+    # (EM 50), at the official best threshold 0.5 both are right (EM 100).
+    examples = [example("q1", "who", "a b", "b"), example("q2", "who", "a b", impossible=True)]
+    predictions = apply_threshold([SquadPrediction("q1", "", "b", 0.5, ()),
+                                   SquadPrediction("q2", "", "a", 1.5, ())], 0.0)
+    task = SquadTask("squad2")
+    metrics = task.evaluate(examples, predictions)
+    assert (metrics["exact_match"], metrics["best_exact"], metrics["best_threshold"]) == (
+        50.0, 100.0, 0.5)
+    tuned, tuned_metrics = task.tune_on_dev(examples, predictions, metrics)
+    assert [p.text for p in tuned] == ["b", ""]
+    assert tuned_metrics["exact_match"] == tuned_metrics["f1"] == 100.0
+    assert tuned_metrics["best_threshold"] == 0.5
+    # v1.1 has nothing to tune.
+    v1 = SquadTask("squad1")
+    v1_predictions = [SquadPrediction("q1", "a", "a", None, ())]
+    v1_metrics = v1.evaluate(examples[:1], v1_predictions)
+    assert v1.tune_on_dev(examples[:1], v1_predictions, v1_metrics) == (v1_predictions,
+                                                                         v1_metrics)
 
 
 def test_v2_evaluate_reports_the_best_threshold():

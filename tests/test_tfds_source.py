@@ -137,13 +137,15 @@ def test_split_names():
 
 def test_squad_random_records(tokenizer):
     # Random answers never match their random context: no training target, so every
-    # labelled v1.1 question is skipped (and counted), as read_squad would.
+    # labelled v1.1 question is counted as skipped for training, as read_squad would,
+    # and kept for evaluation.
     task = get_task("squad1")
     with random_mock(3):
-        with pytest.raises(DataError, match="no examples"):
-            tfds_examples(task, "squad/v1.1", "dev")
+        dev = tfds_examples(task, "squad/v1.1", "dev")
         stats = task.read_stats["squad/v1.1 (dev)"]
-        assert (stats.questions, stats.examples, len(stats.skipped_questions)) == (3, 0, 3)
+        assert (stats.questions, stats.examples, len(stats.skipped_questions)) == (3, 3, 3)
+        assert not any(e.has_target for e in dev) and all(e.answers for e in dev)
+        assert task.training_examples(dev) == []
         examples = tfds_examples(task, "squad/v1.1", "dev", labelled=False)
     assert len(examples) == 3 and all(isinstance(e, SquadExample) for e in examples)
     assert all(e.answers == () and e.answer_start is None for e in examples)

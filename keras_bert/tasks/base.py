@@ -115,6 +115,19 @@ class Task(abc.ABC):
     def write_predictions(self, examples: Sequence, predictions: Sequence, path: str) -> None:
         """Writes predictions in the benchmark's submission format, atomically."""
 
+    def training_examples(self, examples: Sequence) -> list:
+        """The examples of the training split to train on (all of them, unless the
+        task cannot make a target of some, e.g. SQuAD's mismatched answers)."""
+        return list(examples)
+
+    def tune_on_dev(self, examples: Sequence, predictions: Sequence, metrics: dict
+                    ) -> tuple[list, dict]:
+        """Decoding settings chosen on a dev split (SQuAD v2.0's no-answer threshold):
+        the dev predictions and metrics with them applied. `metrics` are
+        `evaluate(examples, predictions)`. Most tasks have none and return them as
+        they are."""
+        return list(predictions), metrics
+
     def config(self) -> dict:
         """What must be saved with a fine-tuned model to decode its outputs later (label
         list, ...); JSON-serializable."""

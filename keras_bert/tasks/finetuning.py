@@ -55,6 +55,10 @@ PRECISIONS = ("float32", "mixed_bfloat16")
 # follow google-research/bert's README per task family.
 DEFAULT_LEARNING_RATES = {"glue": 2e-5, "squad": 3e-5, "tagging": 5e-5,
                           "multiple_choice": 2e-5}
+# google-research/bert's sequence lengths: 384 for SQuAD's question + passage windows,
+# 128 for the rest.
+DEFAULT_SEQ_LENGTHS = {"squad": 384}
+DEFAULT_SEQ_LENGTH = 128
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +66,8 @@ class FinetuneOptions:
     """How a task is fine-tuned (defaults: the paper's recipe).
 
     Args:
-        max_seq_length: tokens per sequence, [CLS]/[SEP] included.
+        max_seq_length: tokens per sequence, [CLS]/[SEP] included; None takes the task
+            family's default (384 for SQuAD, else 128; `DEFAULT_SEQ_LENGTHS`).
         train_batch_size: sequences per update.
         eval_batch_size: sequences per prediction batch.
         learning_rate: peak learning rate; None takes the task family's default
@@ -83,7 +88,7 @@ class FinetuneOptions:
             padding, same examples per epoch).
     """
 
-    max_seq_length: int = 128
+    max_seq_length: int | None = None
     train_batch_size: int = 32
     eval_batch_size: int = 64
     learning_rate: float | None = None
@@ -104,10 +109,10 @@ class FinetuneOptions:
     def __post_init__(self):
         for name in ("max_seq_length", "train_batch_size", "eval_batch_size", "num_restarts",
                      "doc_stride", "max_query_length", "max_answer_length", "n_best_size"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ArgumentError(f"{name} must be >= 1, got {getattr(self, name)}.",
                                     field=name)
-        if self.max_seq_length < 3:
+        if self.max_seq_length is not None and self.max_seq_length < 3:
             raise ArgumentError("max_seq_length must leave room for [CLS], a token and "
                                 f"[SEP]: >= 3, got {self.max_seq_length}.",
                                 field="max_seq_length")
@@ -130,7 +135,18 @@ class FinetuneOptions:
             raise ArgumentError(f"precision must be one of {PRECISIONS}, got "
                                 f"{self.precision!r}.", field="precision")
 
+    def for_task(self, task: Task) -> FinetuneOptions:
+        """These options with `max_seq_length` set to the task family's default if it
+        is None."""
+        if self.max_seq_length is not None:
+            return self
+        return dataclasses.replace(self, max_seq_length=DEFAULT_SEQ_LENGTHS.get(
+            task.family, DEFAULT_SEQ_LENGTH))
+
     def feature_settings(self) -> FeatureSettings:
+        if self.max_seq_length is None:
+            raise ArgumentError("max_seq_length is not set; resolve it with for_task(task).",
+                                field="max_seq_length")
         return FeatureSettings(max_seq_length=self.max_seq_length, doc_stride=self.doc_stride,
                                max_query_length=self.max_query_length,
                                max_answer_length=self.max_answer_length,
@@ -192,7 +208,6 @@ class Finetuning:
             raise ArgumentError("give either a data_dir (the benchmark's files) or a tfds "
                                 "dataset name.", field="data_dir")
         self.source = TaskSource(self.task, data_dir, tfds, tfds_data_dir)
-        self.options = options
         self.output_dir = os.path.abspath(output_dir)
         self.overwrite = overwrite
         self.progress = progress
@@ -208,6 +223,12 @@ class Finetuning:
                 "feature_based concatenates the last four layers, but the model has "
                 f"{self.config.num_layers}; use a deeper checkpoint or preset.",
                 field="feature_based")
+        explicit_length = options.max_seq_length is not None
+        options = options.for_task(self.task)
+        if not explicit_length and options.max_seq_length > self.config.max_position_embeddings:
+            options = dataclasses.replace(
+                options, max_seq_length=self.config.max_position_embeddings)
+        self.options = options
         if options.max_seq_length > self.config.max_position_embeddings:
             raise ArgumentError(
                 f"max_seq_length {options.max_seq_length} is longer than the model's "
@@ -219,14 +240,21 @@ class Finetuning:
         self.learning_rate = options.learning_rate or default_rate
         self.tokenizer = BertTokenizer(self.vocab_file, lower_case=self.lower_case)
         self.settings = options.feature_settings()
-        self.train = self._read_split("train", limit=options.max_train_examples)
+        self.train = self._read_split("train", limit=options.max_train_examples,
+                                      training=True)
         self.dev = [self._read_split(split) for split in self.task.dev_splits]
         for split in (self.train, *self.dev):  # reported once every split has been read
             logger.info("%s: %d examples, %d sequences", split.path, len(split.examples),
                         len(split.features))
 
-    def _read_split(self, split: str, limit: int | None = None) -> Split:
+    def _read_split(self, split: str, limit: int | None = None, training: bool = False
+                    ) -> Split:
         path, examples = self.source.read(split)
+        if training:
+            examples = self.task.training_examples(examples)
+            if not examples:
+                raise DataError("has no example the task can train on (see the warnings "
+                                "above).", path=path)
         if limit is not None:
             examples = examples[:limit]
         return Split(split, path, examples,
@@ -262,9 +290,11 @@ class Finetuning:
                                   group_by_length=options.group_by_length).take(total)
         history = []
         scorer = _DevScore(self, restart, history)
+        # Keras's progress bar first, so that it ends its line before the epoch summary.
+        callbacks = [keras.callbacks.ProgbarLogger(), scorer] if self.progress else [scorer]
         # The last epoch may be partial (fractional num_train_epochs).
         model.fit(dataset, epochs=epochs, steps_per_epoch=min(steps, total),
-                  callbacks=[scorer], shuffle=False, verbose=1 if self.progress else 0)
+                  callbacks=callbacks, shuffle=False, verbose=1 if self.progress else 0)
         self.fit_seconds = scorer.fit_seconds
         return model, scorer.last, history
 
@@ -297,6 +327,10 @@ class Finetuning:
                                "null_score_diff_threshold": metrics["best_threshold"]})
         record = self._record(seed, history)
 
+        # The optimizer's state (twice the weights for AdamW) is of no use to evaluate,
+        # predict or export, so the saved model leaves it out.
+        model.optimizer = None
+
         def write(directory):
             model.save(os.path.join(directory, MODEL_FILE))
             shutil.copyfile(self.vocab_file, os.path.join(directory, "vocab.txt"))
@@ -314,7 +348,8 @@ class Finetuning:
         return {"task": self.task.name, "task_config": self.task.config(),
                 "options": dataclasses.asdict(self.options), "learning_rate": self.learning_rate,
                 "seed": seed, "checkpoint": self.checkpoint, "preset": self.preset,
-                "lower_case": self.lower_case, "history": history}
+                "lower_case": self.lower_case, "data_dir": _absolute(self.source.data_dir),
+                "tfds": self.source.tfds, "history": history}
 
 
 class TaskSource:
@@ -361,10 +396,14 @@ class _DevScore(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         self.fit_seconds += time.monotonic() - self._epoch_start
         run = self.finetuning
-        results = {split.name: score_split(run.task, self.model, split.examples,
-                                           split.features, run.settings,
-                                           run.options.eval_batch_size)
-                   for split in run.dev}
+        results = {}
+        for split in run.dev:
+            scored = score_split(run.task, self.model, split.examples, split.features,
+                                 run.settings, run.options.eval_batch_size,
+                                 progress=run.progress)
+            predictions, metrics = run.task.tune_on_dev(split.examples, scored["predictions"],
+                                                        scored["metrics"])
+            results[split.name] = {"predictions": predictions, "metrics": metrics}
         self.last = results
         main = results[run.dev[0].name]["metrics"]
         entry = {"restart": self.restart, "epoch": epoch + 1,
@@ -381,11 +420,12 @@ class _DevScore(keras.callbacks.Callback):
 
 
 def score_split(task: Task, model: keras.Model, examples, features: Features,
-                settings: FeatureSettings, batch_size: int) -> dict:
+                settings: FeatureSettings, batch_size: int, progress: bool = False) -> dict:
     """Predictions and, when the examples are labelled, official metrics of `model` on
-    one featurized split: {"predictions": [...], "metrics": {...}}."""
+    one featurized split: {"predictions": [...], "metrics": {...}}; `progress` shows
+    Keras's progress bar."""
     outputs = model.predict(feature_dataset(features, batch_size, with_labels=False),
-                            verbose=0)
+                            verbose=1 if progress else 0)
     predictions = task.decode(examples, features, outputs, settings)
     return {"predictions": predictions, "metrics": task.evaluate(examples, predictions)}
 
@@ -440,6 +480,10 @@ def load_finetuned(path: str, task: str | None = None) -> FinetunedModel:
     model = keras.models.load_model(model_path, compile=False)
     tokenizer = BertTokenizer(os.path.join(path, "vocab.txt"), lower_case=record["lower_case"])
     return FinetunedModel(path, model, saved, tokenizer, options.feature_settings(), record)
+
+
+def _absolute(path: str | None) -> str | None:
+    return path if not path or io.is_remote(path) else os.path.abspath(path)
 
 
 def _check_output_dir(output_dir: str, overwrite: bool) -> None:

@@ -5,9 +5,11 @@ This follows google-research/bert's `run_squad.py` step by step:
 * Reading: one example per question. For training the first answer is the target; an
   answer whose `answer_start` does not point at its `text` in the context is counted,
   logged on the "keras_bert" logger and skipped (the next answer that matches becomes
-  the target; a question with none is skipped). The counts are in `SquadReadStats`
-  (`SquadTask.read_stats`). All answer texts stay the gold answers of evaluation,
-  which (like the official script) only compares texts.
+  the target; a question with none has no target and `SquadTask.training_examples`
+  leaves it out of training). The counts are in `SquadReadStats`
+  (`SquadTask.read_stats`). Every question stays in evaluation with all its answer
+  texts as gold answers, since the official script, too, scores every question and
+  only compares texts.
 * Features: the question is cut to `max_query_length` tokens; the passage is cut into
   windows of `max_seq_length - len(question) - 3` tokens whose starts are
   `doc_stride` apart; each window is `[CLS] question [SEP] window [SEP]` with type
@@ -112,12 +114,13 @@ class SquadReadStats:
     Attributes:
         path: the file.
         questions: questions in the file.
-        examples: examples returned (questions minus `skipped_questions`).
+        examples: examples returned (one per question).
         mismatched_answers: (question id, answer index) of every answer whose
             `answer_start` does not point at its text in the context; skipped as
             targets (their texts stay gold answers of the evaluation).
         skipped_questions: ids of answerable questions none of whose answers matches
-            the context (run_squad's "Could not find answer" examples); not returned.
+            the context (run_squad's "Could not find answer" examples): returned
+            without a training target, so they are evaluated but not trained on.
     """
 
     path: str
@@ -218,16 +221,14 @@ def read_squad(path: str, labelled: bool = True, version_2: bool = True
                 if not labelled:
                     examples.append(SquadExample(qid, question, context))
                     continue
-                example = _labelled_example(qa, qid, question, context, where_q, path,
-                                            version_2, stats)
-                if example is not None:
-                    examples.append(example)
+                examples.append(_labelled_example(qa, qid, question, context, where_q,
+                                                  path, version_2, stats))
     stats.examples = len(examples)
     if stats.mismatched_answers:
         logger.warning(
             "%s: %d answer(s) of %d question(s) do not match their context at "
             "answer_start and were skipped as training targets; %d question(s) with no "
-            "matching answer were skipped.", path, len(stats.mismatched_answers),
+            "matching answer will not be trained on.", path, len(stats.mismatched_answers),
             len({qid for qid, _ in stats.mismatched_answers}), len(stats.skipped_questions))
     return examples, stats
 
@@ -260,7 +261,7 @@ def _labelled_example(qa, qid, question, context, where, path, version_2, stats)
                            context[start:start + min(len(text), 40)], text[:40])
     if target is None:
         stats.skipped_questions.append(qid)
-        return None
+        return SquadExample(qid, question, context, answers=tuple(texts))
     return SquadExample(qid, question, context, answers=tuple(texts), answer_text=target[0],
                         answer_start=target[1])
 
@@ -814,6 +815,28 @@ class SquadTask(Task):
         self.read_stats[os.fspath(path)] = stats
         return examples
 
+    def training_examples(self, examples: Sequence[SquadExample]) -> list[SquadExample]:
+        """The examples with a training target: questions none of whose answers matches
+        the context at its `answer_start` are left out (run_squad skips them too)."""
+        kept = [e for e in examples if e.has_target]
+        if len(kept) < len(examples):
+            logger.warning("%d of %d training question(s) have no answer that matches the "
+                           "context at its answer_start and are not trained on.",
+                           len(examples) - len(kept), len(examples))
+        return kept
+
+    def tune_on_dev(self, examples: Sequence[SquadExample],
+                    predictions: Sequence[SquadPrediction], metrics: dict
+                    ) -> tuple[list[SquadPrediction], dict]:
+        """v2.0: the dev predictions and metrics at the threshold τ chosen on dev
+        (`metrics["best_threshold"]`, the official search's best F1 threshold), which
+        `Finetuning` also saves with the model, so that `evaluate` on the same dev
+        file gives the same numbers. v1.1: unchanged."""
+        if not self.version_2:
+            return list(predictions), metrics
+        tuned = apply_threshold(predictions, metrics["best_threshold"])
+        return tuned, self.evaluate(examples, tuned)
+
     def features(self, examples: Sequence[SquadExample], tokenizer,
                  settings: FeatureSettings) -> Features:
         """See `squad_features`."""
@@ -839,17 +862,27 @@ class SquadTask(Task):
         `exact_match` and `f1` (and v2.0's `HasAns_*`/`NoAns_*`) score the answers as
         decoded (what the official script gives for predictions.json). v2.0 adds the
         official threshold search (`best_threshold`): `best_exact`, `best_f1`, their
-        thresholds, and `best_threshold` = `best_f1_thresh`, the τ to decode test data
-        with.
+        thresholds, and `best_threshold`, the τ to decode test data with: a τ at which
+        the answers score `best_f1`. That is `best_f1_thresh`, except when answering no
+        question at all scores best, which the official script reports as threshold
+        0.0 whatever the null odds are; τ is then just below the smallest null odds.
         """
         from keras_bert.metrics import squad_evaluate
 
         gold = _gold_and_check(examples, predictions)
-        metrics = dict(squad_evaluate(gold, {p.qid: p.text for p in predictions}, None))
+
+        def evaluate_at(answers):
+            return dict(squad_evaluate(gold, {p.qid: p.text for p in answers}, None))
+
+        metrics = evaluate_at(predictions)
         if self.version_2:
             best = best_threshold(examples, predictions)
             metrics.update(best)
-            metrics["best_threshold"] = best["best_f1_thresh"]
+            tau = best["best_f1_thresh"]
+            if evaluate_at(apply_threshold(predictions, tau))["f1"] != best["best_f1"]:
+                odds = [p.null_odds for p in predictions if math.isfinite(p.null_odds)]
+                tau = min(odds) - 1.0 if odds else 0.0
+            metrics["best_threshold"] = float(tau)
         return metrics
 
     def write_predictions(self, examples: Sequence[SquadExample],

@@ -15,7 +15,8 @@ metrics, submission files) is the same as for the benchmark files:
   in that order. Test splits carry the label -1, read as None.
 * SQuAD (`squad/v1.1`, `squad/v2.0`): the training target is chosen as `read_squad`
   chooses it (the first answer that matches the context at its answer_start; the
-  others are counted in `SquadTask.read_stats`).
+  others are counted in `SquadTask.read_stats`, and a question with none is kept for
+  evaluation but left out of training).
 * CoNLL-2003 (`conll2003`): the `tokens` and the `ner` tags by name. tfds keeps no
   line numbers, so `NerExample.line` is 0.
 
@@ -323,15 +324,14 @@ def _squad_reader(task, builder, name: str):
                               for t, s in zip(answers["text"], answers["answer_start"])]}
             if has_impossible:
                 qa["is_impossible"] = bool(r["is_impossible"])
-            example = _labelled_example(qa, qid, question, context, f"record {record}",
-                                        where, task.version_2, stats)
-            if example is not None:
-                examples.append(example)
+            examples.append(_labelled_example(qa, qid, question, context,
+                                              f"record {record}", where, task.version_2,
+                                              stats))
         stats.examples = len(examples)
         if stats.mismatched_answers:
             logger.warning("%s: %d answer(s) do not match their context at answer_start "
                            "and were skipped as training targets; %d question(s) with no "
-                           "matching answer were skipped.", where,
+                           "matching answer will not be trained on.", where,
                            len(stats.mismatched_answers), len(stats.skipped_questions))
         if hasattr(task, "read_stats"):
             task.read_stats[where] = stats
