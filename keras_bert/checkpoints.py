@@ -457,10 +457,14 @@ def save_google_checkpoint(model, directory: str | os.PathLike) -> str:
     return os.path.join(os.fspath(directory), GOOGLE_CKPT)
 
 
-def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: str) -> int:
-    """Raises `MismatchError` unless `vocab_file` has exactly `vocab_size` tokens (the
-    vocab size of `owner`, e.g. a checkpoint's config): a vocab of another model gives
-    wrong ids without any other sign. Returns the file's token count.
+def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: str, *,
+                        checkpoint: str | os.PathLike | None = None) -> int:
+    """Raises `MismatchError` unless `vocab_file` belongs to the model: it must have
+    exactly `vocab_size` tokens (the vocab size of `owner`, e.g. a checkpoint's config),
+    and, when `checkpoint` has a vocab.txt of its own beside it, the same token on every
+    line as that one (only its `[unusedN]` slots may hold new tokens, as Google's README
+    suggests for adding words). A vocab of another model gives wrong ids without any
+    other sign: every sentence embeds alike. Returns the file's token count.
 
     Example:
 
@@ -474,10 +478,22 @@ def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: s
     """
     from keras_bert.tokenization import load_vocab
 
-    size = len(load_vocab(vocab_file))
+    tokens = load_vocab(vocab_file)
+    size = len(tokens)
     if size != vocab_size:
         raise MismatchError(f"the vocab {os.fspath(vocab_file)} has {size} tokens but {owner} "
                             f"has {vocab_size}; use the vocab.txt that came with the model.")
+    own = checkpoint_vocab(checkpoint) if checkpoint is not None else None
+    if own is None or os.path.abspath(own) == os.path.abspath(os.fspath(vocab_file)):
+        return size
+    own_tokens = load_vocab(own)
+    for line, (token, expected) in enumerate(zip(tokens, own_tokens), start=1):
+        if token != expected and not expected.startswith("[unused"):
+            raise MismatchError(
+                f"the vocab {os.fspath(vocab_file)} is not the vocab of {owner}: line {line} "
+                f"holds {token!r} where the model's own {own} has {expected!r}, so the "
+                "token ids would not match the embeddings; use the model's vocab.txt (only "
+                "its [unusedN] lines may be replaced by new tokens).")
     return size
 
 

@@ -4,7 +4,8 @@ Input: text files (comma-separated globs, plain or gzip) with one sentence a lin
 blank line between documents. Output: `part-NNNNN.tfrecord` shards in google-research/bert's
 schema plus a JSON sidecar (settings, vocab checksum, counts) in --output_dir. Flags keep
 the original create_pretraining_data.py names where the meaning is the same. A rerun into
-the same --output_dir skips the shards already complete.
+the same --output_dir skips the shards already complete; a directory holding shards of
+another run is refused unless --overwrite.
 
 Example:
 
@@ -22,13 +23,16 @@ from functools import partial
 import tensorflow as tf
 
 from keras_bert.data.pretraining import PretrainingDataOptions, create_pretraining_data
+from keras_bert.errors import OutputError
 from keras_bert.pipelines.flags import (
     add_boolean,
+    library_logging,
     nonnegative_int,
     options_from_args,
     positive_float,
     positive_int,
     probability,
+    require_output_directory,
 )
 
 _DEFAULTS = PretrainingDataOptions()
@@ -77,6 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num_shards", type=positive_int, default=1,
                         help="machines splitting the work; each writes every num_shards-th "
                              "shard (default: %(default)s)")
+    flag("overwrite", False, "start over in an --output_dir that holds shards of an earlier "
+         "run with other settings or input (they are removed once every check has passed); "
+         "without it such a directory is refused, and one of the same run is resumed")
     flag("progress", True, "show a progress bar")
 
 
@@ -91,10 +98,16 @@ def run(args: argparse.Namespace) -> int:
     except RuntimeError:  # TensorFlow already started in this process: keep its pools
         pass
     options = options_from_args(PretrainingDataOptions, args)
-    summary = create_pretraining_data(
-        args.input_file, args.output_dir, args.vocab_file, options,
-        num_workers=args.num_workers, shard_index=args.shard_index,
-        num_shards=args.num_shards, progress=args.progress)
+    require_output_directory(args.output_dir, "--output_dir")
+    # The library's messages (a stale temporary removed, too few documents) on stderr.
+    with library_logging():
+        try:
+            summary = create_pretraining_data(
+                args.input_file, args.output_dir, args.vocab_file, options,
+                num_workers=args.num_workers, shard_index=args.shard_index,
+                num_shards=args.num_shards, progress=args.progress, overwrite=args.overwrite)
+        except OutputError as e:  # the library speaks of its arguments; this of its flags
+            raise type(e)(str(e).replace("set overwrite=True", "pass --overwrite")) from None
     seconds = time.monotonic() - start
     totals, skipped = summary["totals"], summary["input_stats"]
     instances = totals.get("instances", 0)

@@ -115,7 +115,7 @@ def run(args) -> int:
         raise InputNotFoundError(f"the model {model!r} has no vocab.txt beside it; pass "
                                  "--vocab_file")
     require_file(vocab, "--vocab_file")
-    check_vocab_matches(vocab, config.vocab_size, f"the model {model!r}")
+    check_vocab_matches(vocab, config.vocab_size, f"the model {model!r}", checkpoint=model)
     if args.max_seq_length > config.max_position_embeddings:
         raise ArgumentError(f"--max_seq_length {args.max_seq_length} is longer than the "
                             f"model's {config.max_position_embeddings} positions; use at most "

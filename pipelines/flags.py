@@ -18,10 +18,12 @@ import logging
 import os
 import shutil
 import sys
+import tempfile
 import traceback
+import warnings
 from collections.abc import Callable
 
-from keras_bert.errors import InputNotFoundError, UserInputError
+from keras_bert.errors import InputNotFoundError, OutputError, UserInputError
 from keras_bert.io import check_writable, is_remote
 
 EXIT_OK = 0
@@ -141,15 +143,39 @@ def require_directory(path: str, what: str) -> str:
 
 
 def require_output_file(path: str, what: str) -> str:
-    """`path` if a file can be written there (checked, nothing created)."""
-    check_writable(path, kind="file", what=what)
+    """`path` if a file can be written there (checked before any work; nothing is left
+    behind)."""
+    _check_output(path, "file", what)
     return path
 
 
 def require_output_directory(path: str, what: str) -> str:
-    """`path` if a directory can be created or written there (checked, nothing created)."""
-    check_writable(path, kind="directory", what=what)
+    """`path` if a directory can be created or written there (checked before any work;
+    nothing is left behind)."""
+    _check_output(path, "directory", what)
     return path
+
+
+def _check_output(path: str, kind: str, what: str) -> None:
+    # The kind and permission bits first (clear messages), then a real write: file modes
+    # say nothing to root, nor about /proc-like or full filesystems, where the write
+    # would fail only after the work.
+    check_writable(path, kind=kind, what=what)
+    if is_remote(path):
+        return
+    existing = os.path.abspath(path)
+    if kind == "file" or not os.path.isdir(existing):
+        existing = os.path.dirname(existing)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    try:
+        descriptor, probe = tempfile.mkstemp(prefix=".keras-bert-write-check-", dir=existing)
+    except OSError as e:
+        raise OutputError(f"{what} {path!r} cannot be written: a file cannot be created in "
+                          f"{existing!r} ({e.strerror or e}); choose another location."
+                          ) from None
+    os.close(descriptor)
+    os.remove(probe)
 
 
 @contextlib.contextmanager
@@ -165,12 +191,22 @@ def removed_on_error(path: str):
         raise
 
 
+class _MessageFormatter(logging.Formatter):
+    """The message alone; a warning or error says that it is one."""
+
+    def format(self, record):
+        text = super().format(record)
+        if record.levelno >= logging.WARNING:
+            text = f"{record.levelname.lower()}: {text}"
+        return text
+
+
 @contextlib.contextmanager
 def library_logging():
     """Shows the library's progress messages (the `keras_bert` logger, INFO) on stderr
     while a command runs."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.setFormatter(_MessageFormatter())
     logger = logging.getLogger("keras_bert")
     previous_level = logger.level
     logger.addHandler(handler)
@@ -193,7 +229,22 @@ _USER_MISTAKES = (UserInputError, FileNotFoundError, IsADirectoryError, NotADire
 
 def run_command(prog: str, run: Callable[[argparse.Namespace], int | None],
                 args: argparse.Namespace) -> int:
-    """Runs a subcommand under the exit-code rule in this module's docstring."""
+    """Runs a subcommand under the exit-code rule in this module's docstring. Python
+    warnings show as one line each (`PROG: warning: ...`; with `--debug`, with their
+    source line)."""
+    debug = getattr(args, "debug", False)
+    previous_format = warnings.formatwarning
+    if not debug:
+        warnings.formatwarning = (
+            lambda message, category, *_: f"{prog}: warning: {' '.join(str(message).split())}\n")
+    try:
+        return _run(prog, run, args)
+    finally:
+        warnings.formatwarning = previous_format
+
+
+def _run(prog: str, run: Callable[[argparse.Namespace], int | None],
+         args: argparse.Namespace) -> int:
     try:
         return int(run(args) or EXIT_OK)
     except KeyboardInterrupt:

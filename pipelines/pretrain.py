@@ -31,6 +31,7 @@ from keras_bert.pipelines.flags import (
     options_from_args,
     positive_float,
     positive_int,
+    require_output_directory,
 )
 from keras_bert.training import (
     PREEMPTED_EXIT_CODE,
@@ -106,6 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_output_directory(args.output_dir, "--output_dir")
     # The run's own messages (strategy, resuming at step N, a stop signal) go to stderr.
     with library_logging():
         try:

@@ -14,7 +14,8 @@ Each shard is written under a hidden temporary name and renamed when complete
 records the settings, the vocab checksum, the inputs, the counts per shard and in total;
 a shard counts as done when its file exists and the sidecar lists it. A directory with
 shards that no sidecar describes, or with a sidecar of other settings, is refused: a
-`*.tfrecord` glob would mix its old shards with the new ones.
+`*.tfrecord` glob would mix its old shards with the new ones. `overwrite=True` removes
+them (this slice's shards and sidecar) once every check has passed, and starts over.
 """
 
 from __future__ import annotations
@@ -357,15 +358,21 @@ class _Sidecar:
             except (OSError, ValueError, tf.errors.OpError) as e:
                 raise OutputError(
                     f"{path!r} cannot be read ({e}); remove it and the part-*.tfrecord "
-                    "shards beside it, or choose another output directory.") from None
+                    "shards beside it, choose another output directory, or set "
+                    "overwrite=True to replace them.") from None
             if not isinstance(previous, dict):
                 previous = {}
             differs = [key for key, value in identity.items() if previous.get(key) != value]
+            if "settings" in differs and isinstance(previous.get("settings"), dict):
+                old_settings = previous["settings"]
+                differs[differs.index("settings")] = "settings (" + ", ".join(
+                    f"{k}: {old_settings.get(k)!r} → {v!r}"
+                    for k, v in identity["settings"].items() if old_settings.get(k) != v) + ")"
             if differs:
                 raise OutputError(
                     f"{path!r} was written with different {', '.join(differs)}; its shards "
                     "cannot be resumed and would mix with new ones. Choose another output "
-                    "directory, or remove the old part-*.tfrecord shards and the sidecar.")
+                    "directory, or set overwrite=True to replace them.")
             self.shards = previous.get("shards", {})
         self._last_write = 0.0
 
@@ -413,8 +420,25 @@ def _check_output_directory(output_dir: str, sidecar: _Sidecar, shard_index: int
             f"The output directory {output_dir!r} holds shards that no "
             f"{sidecar_file_name(0, num_shards) if num_shards == 1 else 'sidecar'} of this "
             f"run describes ({example}): old data, which training would read together with "
-            "the new shards. Remove them (with any pretraining_data*.json) or choose "
-            "another output directory.")
+            "the new shards. Remove them (with any pretraining_data*.json), choose "
+            "another output directory, or set overwrite=True to replace them.")
+
+
+def _remove_previous_run(output_dir: str, shard_index: int, num_shards: int) -> None:
+    """Removes the shards of this slice and its sidecar that an earlier run left."""
+    if not kb_io.isdir(output_dir):
+        return
+    own_sidecar = sidecar_file_name(shard_index, num_shards)
+    removed = 0
+    for name in kb_io.listdir(output_dir):
+        name = name.rstrip("/")
+        match = _SHARD_NAME.fullmatch(name)
+        if name == own_sidecar or (match and int(match.group(1)) % num_shards == shard_index):
+            kb_io.remove(os.path.join(output_dir, name))
+            removed += 1
+    if removed:
+        logger.info("Removed %d files of an earlier run from %s (overwrite).", removed,
+                    output_dir)
 
 
 def _remove_stale_temporaries(output_dir: str, shard_index: int, num_shards: int) -> None:
@@ -443,7 +467,8 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
                             vocab_file: str,
                             options: PretrainingDataOptions = PretrainingDataOptions(), *,
                             num_workers: int | None = None, shard_index: int = 0,
-                            num_shards: int = 1, progress: bool = True) -> dict:
+                            num_shards: int = 1, progress: bool = True,
+                            overwrite: bool = False) -> dict:
     """Writes BERT pretraining TFRecord shards and their JSON sidecar into `output_dir`.
 
     Everything that can fail on the arguments fails before any work. A rerun with the
@@ -472,6 +497,9 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
         shard_index, num_shards: build only the shards `i` with
             `i % num_shards == shard_index`, for splitting the work across machines.
         progress: show a progress bar on stderr.
+        overwrite: start over: remove the shards and the sidecar an earlier run of this
+            slice left in `output_dir` (whatever its settings) once every check has
+            passed, instead of resuming it or refusing its other settings.
 
     Returns:
         The sidecar's content: settings, vocab, inputs, per-shard counts and `totals`
@@ -483,8 +511,9 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
         InputNotFoundError: an input pattern matches no file (or names a directory), or
             the vocab file does not exist (a FileNotFoundError).
         VocabError: the vocab is malformed or lacks a special token.
-        OutputError: `output_dir` is a file or cannot be written, or it holds shards
-            that no sidecar of this run describes, or a sidecar of other settings.
+        OutputError: `output_dir` is a file or cannot be written, or (unless
+            `overwrite`) it holds shards that no sidecar of this run describes, or a
+            sidecar of other settings.
         DataError: the input gave no instance at all (nothing is left behind).
 
     Example:
@@ -526,8 +555,10 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
         "vocab": {"sha256": kb_io.file_sha256(vocab_file), "size": len(vocab)},
         "inputs": input_record,
     }
-    sidecar = _Sidecar(os.path.join(output_dir, sidecar_file_name(shard_index, num_shards)),
-                       identity)
+    sidecar_path = os.path.join(output_dir, sidecar_file_name(shard_index, num_shards))
+    if overwrite:  # every check above has passed: the old run can go
+        _remove_previous_run(output_dir, shard_index, num_shards)
+    sidecar = _Sidecar(sidecar_path, identity)
     _check_output_directory(output_dir, sidecar, shard_index, num_shards)
     created = not kb_io.isdir(output_dir)
     kb_io.makedirs(output_dir)
