@@ -521,6 +521,6 @@ def _model_source(checkpoint, preset, vocab_file, lower_case):
         lower_case = True if lower_case is None else lower_case
     if not os.path.isfile(vocab):
         raise InputNotFoundError(f"vocab_file {vocab!r} does not exist.")
-    check_vocab_matches(vocab, config.vocab_size, owner)
+    check_vocab_matches(vocab, config.vocab_size, owner, checkpoint=checkpoint)
     return config, vocab, lower_case
 
