@@ -125,3 +125,87 @@ def test_swag(tmp_path):
     with open(tmp_path / "swag" / "predictions.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))
     assert rows[0] == ["index", "prediction"] and {r[1] for r in rows[1:]} <= set("0123")
+
+
+@pytest.mark.parametrize("task,directory", [("cola", "CoLA"), ("qqp", "QQP")])
+def test_glue_predict_on_test_files_without_labels(tmp_path, task, directory):
+    # CoLA: headerless train/dev rows, a test.tsv with an "index sentence" header; QQP:
+    # rows keyed by an "id" column. The whole GLUE download's root works as --data_dir.
+    root = os.path.join(TASK_DATA, "glue")
+    out = tmp_path / task
+    metrics = _finetune(task, root, out)
+    assert set(metrics) >= set({"cola": ["matthews_corrcoef"], "qqp": ["accuracy", "f1"]}[task])
+    dev = _tsv(out / f"{task}.tsv")
+    assert dev[0] == ["index", "prediction"] and {r[1] for r in dev[1:]} <= {"0", "1"}
+    if task == "qqp":
+        assert [r[0] for r in dev[1:]] == ["40", "41"]  # the dev file's ids, in order
+    test = os.path.join(root, directory, "test.tsv")
+    output = tmp_path / "test_predictions.tsv"
+    assert main(["predict", "--model", str(out), "--task", task, "--input", test,
+                 "--output", str(output)]) == 0
+    rows = _tsv(output)
+    inputs = _tsv(test)[1:]
+    assert rows[0] == ["index", "prediction"]
+    assert [r[0] for r in rows[1:]] == [r[0] for r in inputs]  # one per row, in order
+    assert {r[1] for r in rows[1:]} <= {"0", "1"}
+
+
+def test_squad2_dev_files_evaluate_and_threshold_agree(tmp_path):
+    # The dev predictions are decided at the threshold chosen on dev and saved with the
+    # model: predictions.json answers exactly the questions whose null odds are at most
+    # best_threshold, and `evaluate` on the same dev file gives the same scores.
+    data = os.path.join(TASK_DATA, "squad")
+    out = tmp_path / "squad2"
+    metrics = _finetune("squad2", data, out, "--max_query_length", "16", "--doc_stride", "16")
+    predictions = json.loads((out / "predictions.json").read_text())
+    null_odds = json.loads((out / "null_odds.json").read_text())
+    nbest = json.loads((out / "nbest_predictions.json").read_text())
+    assert set(predictions) == set(null_odds) == set(nbest)
+    tau = metrics["best_threshold"]
+    assert all((predictions[q] == "") == (null_odds[q] > tau) for q in predictions)
+    assert metrics["f1"] == pytest.approx(metrics["best_f1"])
+    for entries in nbest.values():
+        assert set(entries[0]) == {"text", "probability", "start_logit", "end_logit"}
+        assert sum(e["probability"] for e in entries) == pytest.approx(1.0)
+    record = json.loads((out / "finetune_config.json").read_text())
+    assert record["task_config"]["null_score_diff_threshold"] == tau
+    assert main(["evaluate", "--model", str(out), "--task", "squad2", "--data_dir", data,
+                 "--noprogress"]) == 0
+    again = json.loads((out / "metrics.json").read_text())
+    for key in ("exact_match", "f1", "HasAns_f1", "NoAns_f1", "best_f1", "best_threshold"):
+        assert again[key] == pytest.approx(metrics[key]), key
+
+
+def test_saved_run_loads_without_optimizer_state(tmp_path):
+    import zipfile
+
+    import h5py
+
+    from keras_bert.tasks.finetuning import load_finetuned
+
+    data = os.path.join(TASK_DATA, "glue", "STS-B")
+    out = tmp_path / "stsb"
+    _finetune("stsb", data, out)
+    with zipfile.ZipFile(out / "model.keras") as archive:
+        archive.extract("model.weights.h5", tmp_path)
+    with h5py.File(tmp_path / "model.weights.h5") as weights:
+        assert "optimizer" not in weights, "AdamW's moments are not saved with the model"
+    run = load_finetuned(str(out), task="stsb")
+    assert run.task.is_regression and run.settings.max_seq_length == 48
+    assert run.record["data_dir"] == data and run.record["task"] == "stsb"
+
+
+def test_squad_gets_the_papers_sequence_length_by_default(tmp_path):
+    from keras_bert.tasks.finetuning import FinetuneOptions, Finetuning
+
+    squad = Finetuning("squad1", os.path.join(TASK_DATA, "squad"), str(tmp_path / "a"),
+                       preset="tiny", vocab_file=VOCAB, lower_case=False, progress=False)
+    glue = Finetuning("wnli", os.path.join(TASK_DATA, "glue", "WNLI"), str(tmp_path / "b"),
+                      preset="tiny", vocab_file=VOCAB, lower_case=False, progress=False)
+    assert (squad.options.max_seq_length, squad.settings.max_seq_length) == (384, 384)
+    assert glue.options.max_seq_length == 128
+    # An explicit length is kept.
+    short = Finetuning("squad1", os.path.join(TASK_DATA, "squad"), str(tmp_path / "c"),
+                       preset="tiny", vocab_file=VOCAB, lower_case=False, progress=False,
+                       options=FinetuneOptions(max_seq_length=64, max_query_length=16))
+    assert short.settings.max_seq_length == 64

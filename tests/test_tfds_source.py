@@ -320,3 +320,38 @@ def test_missing_package_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorflow_datasets", None)  # import fails
     with pytest.raises(InputNotFoundError, match=r'pip install -e "\.\[datasets\]"'):
         tfds_examples(get_task("sst2"), "glue/sst2", "train")
+
+
+# --- through the command line --------------------------------------------------------
+
+
+def test_finetune_and_evaluate_with_tfds_through_the_cli(tmp_path):
+    import json
+
+    from keras_bert.cli import main
+
+    seen = []
+    records = [{"idx": i, "sentence": s, "label": i % 2} for i, s in enumerate(
+        ["a dull film", "a warm , funny film", "bad acting", "a great cast", "boring"])]
+    vocab = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
+    out = tmp_path / "sst2"
+    with records_mock(records, seen):
+        assert main(["finetune", "--task", "sst2", "--tfds", "glue/sst2", "--output_dir",
+                     str(out), "--preset", "tiny", "--vocab_file", vocab,
+                     "--do_lower_case=false", "--max_seq_length", "16",
+                     "--num_train_epochs", "1", "--noprogress"]) == 0
+        assert seen == ["train", "validation"]
+        metrics = json.loads((out / "metrics.json").read_text())
+        rows = (out / "sst2.tsv").read_text().splitlines()
+        assert rows == ["index\tprediction"] + [f"{i}\t{r.split(chr(9))[1]}"
+                                                for i, r in enumerate(rows[1:])]
+        assert len(rows) == 6 and {r.split("\t")[1] for r in rows[1:]} <= {"0", "1"}
+        record = json.loads((out / "finetune_config.json").read_text())
+        assert record["tfds"] == "glue/sst2" and record["data_dir"] is None
+        assert main(["evaluate", "--model", str(out), "--task", "sst2", "--tfds", "glue/sst2",
+                     "--noprogress"]) == 0
+    assert json.loads((out / "metrics.json").read_text())["accuracy"] == metrics["accuracy"]
+    # --data_dir and --tfds together are a usage error.
+    assert main(["finetune", "--task", "sst2", "--tfds", "glue/sst2", "--data_dir",
+                 str(tmp_path), "--output_dir", str(tmp_path / "x"), "--preset", "tiny",
+                 "--vocab_file", vocab]) == 2
