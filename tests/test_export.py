@@ -368,3 +368,274 @@ def test_span_answer_is_the_best_span_of_the_passage(exports, clean_results):
     assert got["span_labeler|text|answer"].astype(object).tolist() == [
         a.encode("utf-8") for a in answers]
     assert any(answers), "no answer at all: the check would be empty"
+
+
+# --- the command: layout, model card, bad input -----------------------------------------
+
+
+def test_tf_serving_layout_and_model_card(exports):
+    model, path, card = exports["classifier"]
+    assert os.path.basename(path) == "1" and os.path.basename(os.path.dirname(path)) == (
+        "classifier")
+    assert {"saved_model.pb", "variables", "assets", "assets.extra"} <= set(os.listdir(path))
+    with open(os.path.join(path, "assets.extra", "keras_bert.json")) as f:
+        assert json.load(f) == card  # the printed card is the stored one
+    import hashlib
+
+    with open(VOCAB, "rb") as f:
+        assert card["vocab_sha256"] == hashlib.sha256(f.read()).hexdigest()
+    assert card["config"] == model.encoder.config.to_dict()
+    assert card["label_names"] == ["0", "1"] and card["lower_case"] is False
+    assert card["max_seq_length"] == SEQ and card["precision"] == "float32"
+    assert card["task"] == "mrpc" and card["kind"] == "classifier"
+    assert card["source_checkpoint"].endswith("run_mrpc") and card["export_time"]
+    assert set(card["signatures"]) == {"serving_default", "serve_text"}
+    assert exports["encoder"][2]["lower_case"] is True
+    assert exports["tagger"][2]["label_names"] == NER_LABELS
+    # The vocab travels with the SavedModel, which is relocatable.
+    with open(os.path.join(path, "assets", "vocab.txt"), "rb") as a, open(VOCAB, "rb") as b:
+        assert a.read() == b.read()
+
+
+def test_new_version_per_export_never_overwrites(exports, tmp_path, capsys):
+    _, path, card = exports["regression"]
+    target = tmp_path / "models"
+    shutil.copytree(os.path.dirname(path), target / "stsb")
+    before = {n: os.path.getmtime(target / "stsb" / "1" / n) for n in ("saved_model.pb",)}
+    os.makedirs(target / "stsb" / "7")  # an unrelated newer version directory
+    new_path, new_card = _export(capsys, card["source_checkpoint"], target, "stsb",
+                                 "--nowarmup")
+    assert new_path == str(target / "stsb" / "8") and new_card["version"] == 8
+    assert sorted(os.listdir(target / "stsb")) == ["1", "7", "8"]  # no temporaries left
+    assert os.path.getmtime(target / "stsb" / "1" / "saved_model.pb") == before[
+        "saved_model.pb"]
+    assert not os.path.exists(os.path.join(new_path, "assets.extra", "tf_serving_warmup_"
+                                           "requests"))
+
+
+@pytest.mark.parametrize("case", ["missing_checkpoint", "not_a_checkpoint", "output_is_file",
+                                  "bad_precision", "bad_name", "long_max_seq_length"])
+def test_cli_bad_input_exits_2_with_one_line_and_writes_nothing(exports, tmp_path, capsys,
+                                                                case):
+    run_dir = exports["classifier"][2]["source_checkpoint"]
+    out = tmp_path / "out"
+    args = ["export", "--checkpoint", run_dir, "--output_dir", str(out)]
+    expected = {"missing_checkpoint": "does-not-exist", "not_a_checkpoint": "empty",
+                "output_is_file": "is a file", "bad_precision": "precision",
+                "bad_name": "name", "long_max_seq_length": "max_seq_length"}[case]
+    if case == "missing_checkpoint":
+        args[2] = str(tmp_path / "does-not-exist")
+    elif case == "not_a_checkpoint":
+        (tmp_path / "empty").mkdir()
+        args[2] = str(tmp_path / "empty")
+    elif case == "output_is_file":
+        out.write_text("x")
+    elif case == "bad_precision":
+        args += ["--precision", "float16"]
+    elif case == "bad_name":
+        args += ["--name", "123"]
+    else:
+        args += ["--max_seq_length", "65"]
+    try:
+        code = main(args)
+    except SystemExit as e:  # argparse's own errors (the --precision choices)
+        code = e.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2, err
+    assert len(err) <= 2 and expected in err[-1], err  # argparse adds a usage line
+    if case != "output_is_file":
+        assert not out.exists() or os.listdir(out) == []
+
+
+# --- warmup, saved_model_cli ---------------------------------------------------------------
+
+
+def test_warmup_file_parses_and_its_requests_run(exports):
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    for kind in ("encoder", "classifier", "span_labeler"):
+        _, path, card = exports[kind]
+        loaded = tf.saved_model.load(path)
+        seen = {}
+        warmup = os.path.join(path, "assets.extra", "tf_serving_warmup_requests")
+        for record in tf.data.TFRecordDataset(warmup):
+            log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
+            request = log.predict_log.request
+            assert request.model_spec.name == kind
+            signature = request.model_spec.signature_name
+            inputs = {k: tf.constant(tf.make_ndarray(v)) for k, v in request.inputs.items()}
+            outputs = loaded.signatures[signature](**inputs)
+            batch = next(iter(inputs.values())).shape[0]
+            assert all(v.shape[0] == batch for v in outputs.values())
+            seen.setdefault(signature, set()).add(tuple(next(iter(inputs.values())).shape))
+        assert set(seen) == {"serving_default", "serve_text"}
+        assert all(len(shapes) >= 2 for shapes in seen.values()), seen
+
+
+def _saved_model_cli(*args):
+    """saved_model_cli in a process that registers tensorflow-text's ops first (what the
+    TF Serving model server has built in); keras_bert is not on its path."""
+    code = ("import sys, tensorflow_text; from tensorflow.python.tools import "
+            "saved_model_cli; sys.argv[0] = 'saved_model_cli'; saved_model_cli.main()")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-I", "-c", code, *args], capture_output=True,
+                          text=True, env=env, cwd="/", timeout=300)
+
+
+def test_saved_model_cli_show_all_lists_signatures(exports):
+    _, path, _ = exports["classifier"]
+    exe = shutil.which("saved_model_cli")
+    command = [exe] if exe else [sys.executable, "-m", "tensorflow.python.tools.saved_model_cli"]
+    proc = subprocess.run([*command, "show", "--dir", path, "--all"], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = proc.stdout
+    import re
+
+    def block(name):
+        match = re.search(rf"signature_def\['{name}'\]:(.*?)Method name is: (\S+)", text,
+                          re.S)
+        assert match, f"no signature {name} in:\n{text[:3000]}"
+        assert match.group(2) == "tensorflow/serving/predict"
+        return match.group(1)
+
+    ids = block("serving_default")
+    for name in ("input_word_ids", "input_mask", "input_type_ids"):
+        assert re.search(rf"inputs\['{name}'\] tensor_info:\s+dtype: DT_INT32\s+"
+                         r"shape: \(-1, -1\)", ids), ids
+    serve_text = block("serve_text")
+    for name in ("text", "text_pair"):
+        assert re.search(rf"inputs\['{name}'\] tensor_info:\s+dtype: DT_STRING\s+"
+                         r"shape: \(-1\)", serve_text), serve_text
+    for block_text in (ids, serve_text):
+        assert re.search(r"outputs\['probabilities'\] tensor_info:\s+dtype: DT_FLOAT\s+"
+                         r"shape: \(-1, 2\)", block_text)
+        assert re.search(r"outputs\['label'\] tensor_info:\s+dtype: DT_STRING\s+"
+                         r"shape: \(-1\)", block_text)
+
+
+def test_saved_model_cli_run_predicts_text(exports):
+    model, path, card = exports["classifier"]
+    proc = _saved_model_cli("run", "--dir", path, "--tag_set", "serve", "--signature_def",
+                            "serve_text", "--input_exprs",
+                            'text=["a fine film", "dull"];text_pair=["good", "bad!"]')
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ids = _reference_ids([[b"a fine film", b"dull"], [b"good", b"bad!"]], False)
+    labels = np.argmax(np.asarray(model(ids, training=False)), axis=-1)
+    import re
+
+    match = re.search(r"Result for output key label:\s*\n\[(.*?)\]", proc.stdout, re.S)
+    assert match, proc.stdout[-2000:]
+    assert re.findall(r"b'(\d)'", match.group(1)) == [str(i) for i in labels]
+    assert "Result for output key probabilities" in proc.stdout
+
+
+# --- serving-time input, load ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def loaded_classifier(exports):
+    return tf.saved_model.load(exports["classifier"][1])
+
+
+@pytest.mark.parametrize("case,message", [
+    ("id_too_large", "vocabulary size"), ("id_negative", "input_word_ids must be >= 0"),
+    ("type_id", "type_vocab_size"), ("mask_value", "only 0 and 1"),
+    ("shape_mismatch", "shape of input_word_ids"), ("too_long", "positions"),
+])
+def test_serving_default_rejects_bad_ids(loaded_classifier, case, message):
+    inputs = _random_ids()
+    vocab_size = _tokenizer(False).vocab_size
+    if case == "id_too_large":
+        inputs["input_word_ids"][0, 1] = vocab_size  # one past the end: not wrapped
+    elif case == "id_negative":
+        inputs["input_word_ids"][1, 0] = -1
+    elif case == "type_id":
+        inputs["input_type_ids"][0, 2] = 2
+    elif case == "mask_value":
+        inputs["input_mask"][0, 0] = 3
+    elif case == "shape_mismatch":
+        inputs["input_mask"] = inputs["input_mask"][:, :-1]
+    else:
+        inputs = {k: np.tile(v, (1, 6)) for k, v in inputs.items()}  # 66 > 64 positions
+    fn = loaded_classifier.signatures["serving_default"]
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        fn(**{k: tf.constant(v) for k, v in inputs.items()})
+    # The process (a server) goes on answering.
+    good = fn(**{k: tf.constant(v) for k, v in _random_ids().items()})
+    assert good["probabilities"].shape == (3, 2)
+
+
+@pytest.mark.parametrize("case", ["int64_ids", "float_ids", "rank_1", "rank_3",
+                                  "ids_for_text", "missing_pair"])
+def test_wrong_dtype_or_rank_is_an_error(loaded_classifier, case):
+    ids = {k: tf.constant(v) for k, v in _random_ids().items()}
+    if case == "int64_ids":
+        call = ("serving_default", {**ids, "input_word_ids": tf.cast(ids["input_word_ids"],
+                                                                      tf.int64)})
+    elif case == "float_ids":
+        call = ("serving_default", {**ids, "input_mask": tf.cast(ids["input_mask"],
+                                                                 tf.float32)})
+    elif case == "rank_1":
+        call = ("serving_default", {k: v[0] for k, v in ids.items()})
+    elif case == "rank_3":
+        call = ("serving_default", {k: v[None] for k, v in ids.items()})
+    elif case == "ids_for_text":
+        call = ("serve_text", {"text": tf.constant([1, 2]), "text_pair": tf.constant([1, 2])})
+    else:
+        call = ("serve_text", {"text": tf.constant(["a"])})
+    signature, inputs = call
+    with pytest.raises((TypeError, ValueError, tf.errors.InvalidArgumentError)):
+        loaded_classifier.signatures[signature](**inputs)
+
+
+def test_serve_text_edge_cases_are_defined(exports, loaded_classifier):
+    """Empty strings give [CLS] [SEP] [SEP]; very long texts are cut to max_seq_length
+    (the same ids and outputs as the package's packer); an empty batch gives empty
+    outputs; invalid UTF-8 reads like the package's tokenizer (lenient decoding)."""
+    model = exports["classifier"][0]
+    fn = loaded_classifier.signatures["serve_text"]
+    long = ("word " * 5000).encode()
+    for texts, pairs in (([b"", b""], [b"", b"x"]), ([long, b"short"], [b"b", long]),
+                         ([b"\xff\xfe", b"caf\xc3"], [b"\xc3\xa9t\xc3\xa9", b"\x80"])):
+        got = fn(text=tf.constant(texts), text_pair=tf.constant(pairs))
+        ids = _reference_ids([texts, pairs], False)
+        expected = np.asarray(model(ids, training=False))
+        np.testing.assert_allclose(got["logits"], expected, atol=1e-5, rtol=0)
+    assert ids["input_mask"].shape[1] <= SEQ
+    assert _reference_ids([[long], [b"b"]], False)["input_mask"].sum() == SEQ
+    empty = fn(text=tf.constant([], tf.string), text_pair=tf.constant([], tf.string))
+    assert empty["logits"].shape == (0, 2) and empty["label"].shape == (0,)
+
+
+def test_concurrent_serve_text_requests_match_sequential(loaded_classifier):
+    """8 threads x 250 requests on one loaded serve_text signature: all succeed, each
+    output identical to the sequential call on the same input."""
+    fn = loaded_classifier.signatures["serve_text"]
+    requests = [(TEXT_BYTES[i % len(TEXT_BYTES):][:1 + i % 3],
+                 PAIRS[i % len(PAIRS):][:1 + i % 3]) for i in range(len(TEXT_BYTES) * 3)]
+    requests = [(a, b[:len(a)]) for a, b in requests if len(b) >= len(a)]
+    sequential = [fn(text=tf.constant(a), text_pair=tf.constant(b))["probabilities"].numpy()
+                  for a, b in requests]
+    failures, mismatches = [], []
+
+    def worker(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(250):
+            i = int(rng.integers(len(requests)))
+            try:
+                a, b = requests[i]
+                got = fn(text=tf.constant(a), text_pair=tf.constant(b))["probabilities"]
+                if not np.array_equal(got.numpy(), sequential[i]):
+                    mismatches.append(i)
+            except Exception as e:  # collected: an exception in a thread is otherwise lost
+                failures.append(repr(e))
+
+    import threading
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures and not mismatches, (failures[:3], mismatches[:10])
