@@ -260,3 +260,25 @@ def test_span_metrics_match_conlleval_counting_on_random_tags():
         assert result["precision"] == pytest.approx(
             correct / found_guessed if found_guessed else 0.0)
         assert result["recall"] == pytest.approx(correct / found_gold if found_gold else 0.0)
+
+
+def test_against_scikit_learn_and_seqeval():
+    sklearn_metrics = pytest.importorskip("sklearn.metrics", reason="independent reference")
+    seqeval_metrics = pytest.importorskip("seqeval.metrics", reason="independent reference")
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        labels, guesses = rng.integers(0, 3, 60), rng.integers(0, 3, 60)
+        assert matthews_corrcoef(labels, guesses) == pytest.approx(
+            sklearn_metrics.matthews_corrcoef(labels, guesses), abs=1e-12)
+        assert f1_score(labels, guesses, positive=1) == pytest.approx(
+            sklearn_metrics.f1_score(labels == 1, guesses == 1), abs=1e-12)
+    # seqeval's default mode reads chunks as conlleval does (IOB1 and BIO alike).
+    tags = ["O", "O", "B-PER", "I-PER", "I-LOC", "B-LOC", "I-ORG"]
+    for _ in range(50):
+        lengths = rng.integers(1, 9, size=4)
+        gold = [[tags[i] for i in rng.integers(0, len(tags), n)] for n in lengths]
+        guess = [[tags[i] for i in rng.integers(0, len(tags), n)] for n in lengths]
+        result = ner_span_metrics(gold, guess)
+        assert result["f1"] == pytest.approx(seqeval_metrics.f1_score(gold, guess), abs=1e-12)
+        assert result["precision"] == pytest.approx(
+            seqeval_metrics.precision_score(gold, guess), abs=1e-12)
