@@ -639,3 +639,71 @@ def test_concurrent_serve_text_requests_match_sequential(loaded_classifier):
     for t in threads:
         t.join()
     assert not failures and not mismatches, (failures[:3], mismatches[:10])
+
+
+# --- TF Hub-style reuse, bfloat16 ------------------------------------------------------------
+
+
+def test_hub_keras_layer_encoder_and_preprocessor_fine_tune(exports):
+    """The encoder and its preprocessor load with hub.KerasLayer into a new (tf_keras)
+    model, give the Keras encoder's outputs, and train one step end to end."""
+    hub = pytest.importorskip("tensorflow_hub")
+    tf_keras = pytest.importorskip("tf_keras", reason="tensorflow-hub's KerasLayer is a "
+                                   "tf_keras (Keras 2) layer")
+    import tensorflow_text  # noqa: F401  (the preprocessor's ops)
+
+    encoder, path, _ = exports["encoder"]
+    preprocessor = hub.load(os.path.join(path, "preprocessor"))
+    tokenize = hub.KerasLayer(preprocessor.tokenize)
+    pack = hub.KerasLayer(preprocessor.bert_pack_inputs, arguments={"seq_length": SEQ})
+    bert = hub.KerasLayer(path, trainable=True)
+    text = tf_keras.Input(shape=(), dtype=tf.string)
+    pair = tf_keras.Input(shape=(), dtype=tf.string)
+    packed = pack([tokenize(text), tokenize(pair)])
+    outputs = bert(packed)
+    logits = tf_keras.layers.Dense(2)(outputs["pooled_output"])
+    model = tf_keras.Model([text, pair], {"logits": logits, **packed,
+                                          "pooled_output": outputs["pooled_output"],
+                                          "sequence_output": outputs["sequence_output"]})
+    texts, pairs = TEXT_BYTES[:8], PAIRS[:8]
+    got = model([tf.constant(texts), tf.constant(pairs)])
+    tok = _tokenizer(True)
+    ids = {k: v.numpy() for k, v in pack_inputs(
+        [tok.tokenize(tf.constant(texts)), tok.tokenize(tf.constant(pairs))], SEQ,
+        cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id).items()}
+    for name in ids:
+        np.testing.assert_array_equal(got[name], ids[name])
+    expected = encoder(ids, training=False)
+    for name in ("pooled_output", "sequence_output"):
+        np.testing.assert_allclose(got[name], expected[name], atol=1e-5, rtol=0)
+
+    assert len(bert.trainable_weights) == len(encoder.trainable_weights)
+    before = [w.numpy().copy() for w in bert.trainable_weights]
+    train = tf_keras.Model([text, pair], logits)
+    train.compile(optimizer=tf_keras.optimizers.Adam(1e-2),
+                  loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    history = train.fit([tf.constant(texts), tf.constant(pairs)],
+                        tf.constant([0, 1] * 4), batch_size=8, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+    changed = sum(not np.array_equal(b, w.numpy()) for b, w in zip(before,
+                                                                  bert.trainable_weights))
+    assert changed > len(before) // 2  # the encoder itself was fine-tuned
+
+
+def test_mixed_bfloat16_export_computes_in_bfloat16_with_float32_outputs(
+        exports, tmp_path, capsys):
+    model, _, card = exports["classifier"]
+    path, bf16_card = _export(capsys, card["source_checkpoint"], tmp_path, "bf16",
+                              "--precision", "mixed_bfloat16", "--nowarmup")
+    assert bf16_card["precision"] == "mixed_bfloat16"
+    loaded = tf.saved_model.load(path)
+    fn = loaded.signatures["serving_default"]
+    assert "DT_BFLOAT16" in str(fn.graph.as_graph_def())
+    assert all(spec.dtype == tf.float32 for name, spec in fn.structured_outputs.items()
+               if name != "label")
+    ids = _random_ids()
+    got = fn(**{k: tf.constant(v) for k, v in ids.items()})
+    expected = np.asarray(tf.nn.softmax(model(ids, training=False)))
+    assert got["probabilities"].dtype == tf.float32
+    error = np.abs(got["probabilities"].numpy() - expected).max()
+    assert 0 < error < 2e-2  # bfloat16 rounding: close, but not the float32 graph
