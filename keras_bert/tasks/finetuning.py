@@ -20,6 +20,7 @@ import math
 import os
 import shutil
 import time
+import warnings
 
 import keras
 
@@ -59,6 +60,8 @@ DEFAULT_LEARNING_RATES = {"glue": 2e-5, "squad": 3e-5, "tagging": 5e-5,
 # 128 for the rest.
 DEFAULT_SEQ_LENGTHS = {"squad": 384}
 DEFAULT_SEQ_LENGTH = 128
+_POOLER_WITHOUT_GRADIENTS = (r"Gradients do not exist for variables \['pooler/dense/kernel', "
+                             r"'pooler/dense/bias'\]")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -292,9 +295,14 @@ class Finetuning:
         scorer = _DevScore(self, restart, history)
         # Keras's progress bar first, so that it ends its line before the epoch summary.
         callbacks = [keras.callbacks.ProgbarLogger(), scorer] if self.progress else [scorer]
-        # The last epoch may be partial (fractional num_train_epochs).
-        model.fit(dataset, epochs=epochs, steps_per_epoch=min(steps, total),
-                  callbacks=callbacks, shuffle=False, verbose=1 if self.progress else 0)
+        with warnings.catch_warnings():
+            # Span, tagging and feature-based models do not use the encoder's pooler, so
+            # its two variables get no gradient: expected, not the missing loss Keras's
+            # warning suggests.
+            warnings.filterwarnings("ignore", message=_POOLER_WITHOUT_GRADIENTS)
+            # The last epoch may be partial (fractional num_train_epochs).
+            model.fit(dataset, epochs=epochs, steps_per_epoch=min(steps, total),
+                      callbacks=callbacks, shuffle=False, verbose=1 if self.progress else 0)
         self.fit_seconds = scorer.fit_seconds
         return model, scorer.last, history
 
