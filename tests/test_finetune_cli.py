@@ -214,3 +214,25 @@ def test_squad_gets_the_papers_sequence_length_by_default(tmp_path):
                        preset="tiny", vocab_file=VOCAB, lower_case=False, progress=False,
                        options=FinetuneOptions(max_seq_length=64, max_query_length=16))
     assert short.settings.max_seq_length == 64
+
+
+def test_restarts_keep_the_best_seed_on_dev_in_mixed_bfloat16(tmp_path):
+    data = os.path.join(TASK_DATA, "glue", "STS-B")
+    out = tmp_path / "stsb"
+    metrics = _finetune("stsb", data, out, "--num_restarts", "3", "--seed", "7",
+                        "--precision", "mixed_bfloat16", "--learning_rate", "1e-3")
+    record = json.loads((out / "finetune_config.json").read_text())
+    finals = {}
+    for entry in record["history"]:  # one entry per epoch of each restart
+        finals[entry["restart"]] = entry["dev"]["dev"]["spearmanr"]
+    assert sorted(finals) == [0, 1, 2]
+    best = max(finals, key=lambda r: (finals[r], -r))  # ties keep the earlier seed
+    assert metrics["seed"] == record["seed"] == 7 + best
+    assert metrics["spearmanr"] == pytest.approx(finals[best])
+    assert record["options"]["precision"] == "mixed_bfloat16"
+    # The saved model is the kept restart's: evaluate finds its dev scores again.
+    assert main(["evaluate", "--model", str(out), "--task", "stsb", "--data_dir", data,
+                 "--noprogress"]) == 0
+    again = json.loads((out / "metrics.json").read_text())
+    assert again["spearmanr"] == pytest.approx(metrics["spearmanr"], abs=1e-6)
+    assert again["pearson"] == pytest.approx(metrics["pearson"], abs=1e-3)

@@ -312,15 +312,19 @@ class Finetuning:
         metrics.json."""
         started = time.monotonic()
         best = None
+        history = []  # every restart's epochs, so that the choice can be checked
         for restart in range(self.options.num_restarts):
             seed = self.options.seed + restart
-            model, results, history = self._train_once(seed, restart)
+            model, results, restart_history = self._train_once(seed, restart)
+            history += restart_history
             score = results[self.dev[0].name]["metrics"][self.task.main_metric]
+            if math.isnan(score):  # e.g. a correlation of constant predictions
+                score = -math.inf
             if best is None or score > best[0]:
-                best = (score, seed, model, results, history, self.fit_seconds)
+                best = (score, seed, model, results, self.fit_seconds)
             else:
                 del model
-        _, seed, model, results, history, fit_seconds = best
+        _, seed, model, results, fit_seconds = best
         metrics = dict(results[self.dev[0].name]["metrics"])
         for split in self.dev[1:]:
             metrics[split.name] = results[split.name]["metrics"]
