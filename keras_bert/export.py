@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import importlib.metadata
 import os
 import re
 
@@ -468,8 +469,10 @@ def next_version(model_dir: str) -> int:
 def model_card(source: ExportSource, precision: str, signatures: dict, jit_compile: bool,
                version: int, name: str) -> dict:
     """The `assets.extra/keras_bert.json` record of an export."""
-    from keras_bert import __version__
-
+    try:
+        version_of_package = importlib.metadata.version("keras_bert")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree
+        version_of_package = None
     return {
         "name": name, "version": version, "kind": source.kind, "task": source.task,
         "source_checkpoint": os.path.abspath(source.source) if source.source else None,
@@ -484,7 +487,7 @@ def model_card(source: ExportSource, precision: str, signatures: dict, jit_compi
         "signatures": signatures,
         "export_time": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"),
-        "keras_bert_version": __version__, "tensorflow_version": tf.__version__,
+        "keras_bert_version": version_of_package, "tensorflow_version": tf.__version__,
     }
 
 
