@@ -229,9 +229,9 @@ _USER_MISTAKES = (UserInputError, FileNotFoundError, IsADirectoryError, NotADire
 
 def run_command(prog: str, run: Callable[[argparse.Namespace], int | None],
                 args: argparse.Namespace) -> int:
-    """Runs a subcommand under the exit-code rule in this module's docstring. Python
-    warnings show as one line each (`PROG: warning: ...`; with `--debug`, with their
-    source line)."""
+    """Runs a subcommand under the exit-code rule in this module's docstring, once its
+    outputs (`OUTPUT_FLAGS`) are known to be writable. Python warnings show as one line
+    each (`PROG: warning: ...`; with `--debug`, with their source line)."""
     debug = getattr(args, "debug", False)
     previous_format = warnings.formatwarning
     if not debug:
@@ -243,9 +243,18 @@ def run_command(prog: str, run: Callable[[argparse.Namespace], int | None],
         warnings.formatwarning = previous_format
 
 
+# The output flags every subcommand spells alike, checked before the subcommand runs:
+# flag destination -> what it names.
+OUTPUT_FLAGS = {"output_dir": "directory", "output": "file", "output_file": "file"}
+
+
 def _run(prog: str, run: Callable[[argparse.Namespace], int | None],
          args: argparse.Namespace) -> int:
     try:
+        for dest, kind in OUTPUT_FLAGS.items():
+            value = getattr(args, dest, None)
+            if isinstance(value, str) and value:
+                _check_output(value, kind, f"--{dest}")
         return int(run(args) or EXIT_OK)
     except KeyboardInterrupt:
         print(f"\n{prog}: interrupted", file=sys.stderr)

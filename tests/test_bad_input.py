@@ -63,23 +63,140 @@ def _mnli_row(header, label="entailment"):
                      for c in header.split("\t"))
 
 
+# Inputs that take a real run to make are made once and copied into each case's directory.
+_MADE: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _made_once(tmp_path_factory):
+    _MADE["root"] = str(tmp_path_factory.mktemp("made"))
+    yield
+    _MADE.clear()
+
+
+def _made(name, make, d):
+    """A copy in `d` of what `make(directory)` builds (built on first use)."""
+    source = os.path.join(_MADE["root"], name)
+    if not os.path.exists(source):
+        make(source)
+    shutil.copytree(source, d / name)
+    return str(d / name)
+
+
 def _tfrecords(d):
     """Tiny pretraining TFRecords (and their sidecar) made with the test vocab."""
-    out = d / "data"
-    assert main(["create-pretraining-data", "--input_file", _corpus(d, 30), "--output_dir",
-                 str(out), "--vocab_file", VOCAB, "--max_seq_length", "32",
-                 "--max_predictions_per_seq", "5", "--dupe_factor", "1", "--num_workers", "1",
-                 "--noprogress"]) == 0
-    return str(out)
+    def make(out):
+        corpus_dir = os.path.join(_MADE["root"], "corpus")
+        os.makedirs(corpus_dir, exist_ok=True)
+        import pathlib
+        assert main(["create-pretraining-data", "--input_file",
+                     _corpus(pathlib.Path(corpus_dir), 30), "--output_dir", out,
+                     "--vocab_file", VOCAB, "--max_seq_length", "32",
+                     "--max_predictions_per_seq", "5", "--dupe_factor", "1", "--num_workers",
+                     "1", "--noprogress"]) == 0
+
+    return _made("data", make, d)
 
 
 def _finetuned(d):
-    out = d / "run"
-    assert main(["finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue",
-                 "MNLI"), "--output_dir", str(out), "--preset", "tiny", "--vocab_file", VOCAB,
-                 "--do_lower_case=false", "--max_seq_length", "32", "--num_train_epochs", "0.5",
-                 "--noprogress"]) == 0
-    return str(out)
+    def make(out):
+        assert main(["finetune", "--task", "mnli", "--data_dir",
+                     os.path.join(TASK_DATA, "glue", "MNLI"), "--output_dir", out, "--preset",
+                     "tiny", "--vocab_file", VOCAB, "--do_lower_case=false",
+                     "--max_seq_length", "32", "--num_train_epochs", "0.5",
+                     "--noprogress"]) == 0
+
+    return _made("run", make, d)
+
+
+PRETRAIN_SMALL = ["--config", "tiny", "--vocab_file", VOCAB, "--train_batch_size", "4",
+                  "--num_train_steps", "2", "--num_warmup_steps", "0",
+                  "--save_checkpoints_steps", "2", "--noprogress"]
+
+
+def _pretrain_args(**changes):
+    """PRETRAIN_SMALL with some values changed."""
+    args = list(PRETRAIN_SMALL)
+    for name, value in changes.items():
+        args[args.index(f"--{name}") + 1] = value
+    return args
+
+
+def _pretrained(d):
+    """A finished two-step pretraining run directory on `_tfrecords` data."""
+    data = _tfrecords(d)
+
+    def make(out):
+        assert main(["pretrain", "--input_file", os.path.join(data, "*.tfrecord"),
+                     "--output_dir", out, *PRETRAIN_SMALL]) == 0
+
+    return data, _made("pretrained", make, d)
+
+
+def _unwritable(name):
+    """A path that cannot be created, for root too (/proc takes no new files)."""
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("needs Linux /proc for a location nobody can write to")
+    return f"/proc/keras-bert-test/{name}"
+
+
+def _other_model_vocab(d):
+    """MiniLM's vocab.txt with two ordinary tokens swapped: the model's size, not its ids."""
+    tokens = open(os.path.join(_minilm(), "vocab.txt"), encoding="utf-8").read().splitlines()
+    tokens[2000], tokens[2001] = tokens[2001], tokens[2000]
+    (d / "other_vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    return str(d / "other_vocab.txt")
+
+
+def _model_with(d, name, change):
+    """A copy of MiniLM's files in `d/name` with `change(directory)` applied."""
+    target = d / name
+    shutil.copytree(_minilm(), target)
+    change(target)
+    return str(target)
+
+
+def _truncate(path, keep=0.5):
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        f.truncate(int(size * keep))
+
+
+def _hf_config_without_vocab_size(directory):
+    config = json.loads((directory / "config.json").read_text())
+    del config["vocab_size"]
+    (directory / "config.json").write_text(json.dumps(config))
+
+
+def _keras_bert_model(d):
+    """A tiny encoder in keras_bert's own format, with its encoder.weights.h5 cut short."""
+    def make(out):
+        from keras_bert import BertConfig, BertEncoder
+        from keras_bert.checkpoints import save_encoder
+
+        save_encoder(BertEncoder(BertConfig.from_preset("tiny", vocab_size=6606)), out)
+        shutil.copy(VOCAB, os.path.join(out, "vocab.txt"))
+
+    path = _made("kb_model", make, d)
+    _truncate(os.path.join(path, "encoder.weights.h5"))
+    return path
+
+
+def _shards_without_sidecar(d):
+    data = _tfrecords(d)
+    os.remove(os.path.join(data, "pretraining_data.json"))
+    return data
+
+
+def _cut_tfrecords(d):
+    data = _tfrecords(d)
+    _truncate(os.path.join(data, "part-00000.tfrecord"), keep=0.7)
+    return os.path.join(data, "*.tfrecord")
+
+
+def _write_file(d, name, text):
+    (d / name).write_text(text, encoding="utf-8")
+    return str(d / name)
 
 
 # (case id, argv(tmp_path) -> list, words the one-line message must contain)
@@ -233,6 +350,191 @@ CASES = [
 ]
 
 
+# More rows per subcommand: every case issue 13 names, and the same kinds of mistakes
+# (bad numbers, paths of the wrong kind, unwritable outputs, inputs that do not fit
+# together, malformed files) on every subcommand.
+CASES += [
+    # --- encode ---
+    ("encode-vocab-same-size-other-model", lambda d: [
+        "encode", "x", "y", "--model", _minilm(), "--vocab_file", _other_model_vocab(d)],
+     ["other_vocab.txt", "not the vocab of", "line 2001"]),
+    ("encode-output-unwritable", lambda d: ["encode", "x", "--output", _unwritable("e.npy")],
+     ["--output", "cannot be written"]),
+    ("encode-truncated-safetensors", lambda d: [
+        "encode", "x", "--model", _model_with(d, "cut", lambda m: _truncate(
+            m / "model.safetensors"))], ["model.safetensors", "truncated"]),
+    ("encode-truncated-h5", lambda d: ["encode", "x", "--model", _keras_bert_model(d),
+                                       "--do_lower_case=false"],
+     ["encoder.weights.h5", "truncated"]),
+    ("encode-config-without-vocab-size", lambda d: [
+        "encode", "x", "--model", _model_with(d, "novocabsize", _hf_config_without_vocab_size)],
+     ["config.json", "vocab_size"]),
+    ("encode-model-without-vocab", lambda d: [
+        "encode", "x", "--model", _model_with(d, "novocab", lambda m: os.remove(
+            m / "vocab.txt"))], ["novocab", "vocab.txt", "--vocab_file"]),
+    ("encode-input-missing", lambda d: ["encode", "--input_file", str(d / "s.txt")],
+     ["--input_file", "s.txt", "does not exist"]),
+    ("encode-seq-length-0", lambda d: ["encode", "x", "--max_seq_length", "0"],
+     ["--max_seq_length"]),
+    ("encode-unknown-pooling", lambda d: ["encode", "x", "--pooling", "max"], ["--pooling"]),
+    # --- vocab ---
+    ("vocab-output-unwritable", lambda d: ["vocab", "--input_file", _corpus(d),
+                                           "--output_file", _unwritable("v.txt")],
+     ["--output_file", "cannot be written"]),
+    ("vocab-output-under-a-file", lambda d: ["vocab", "--input_file", _corpus(d),
+                                             "--output_file", str(d / "corpus.txt" / "v.txt")],
+     ["corpus.txt", "is a file"]),
+    ("vocab-empty-corpus", lambda d: ["vocab", "--input_file", _write_file(d, "e.txt", ""),
+                                      "--output_file", str(d / "v.txt"), "--noprogress"],
+     ["e.txt", "empty"]),
+    ("vocab-num-unused-negative", lambda d: ["vocab", "--input_file", _corpus(d),
+                                             "--output_file", str(d / "v.txt"),
+                                             "--num_unused", "-1"], ["--num_unused"]),
+    # --- create-pretraining-data ---
+    ("data-output-unwritable", lambda d: [
+        "create-pretraining-data", "--input_file", _corpus(d), "--output_dir",
+        _unwritable("o"), "--vocab_file", VOCAB], ["--output_dir", "cannot be written"]),
+    ("data-zero-instances", lambda d: [
+        "create-pretraining-data", "--input_file", _write_file(d, "e.txt", "\n\n"),
+        "--output_dir", str(d / "o"), "--vocab_file", VOCAB, "--num_workers", "1",
+        "--noprogress"], ["No pretraining instances", "no text"]),
+    ("data-one-sentence-corpus", lambda d: [
+        "create-pretraining-data", "--input_file", _write_file(d, "one.txt", "The cat sat.\n"),
+        "--output_dir", str(d / "o"), "--vocab_file", VOCAB, "--do_lower_case=false",
+        "--num_workers", "1", "--noprogress"], ["single document", "next_sentence_prediction"]),
+    ("data-shards-without-sidecar", lambda d: [
+        "create-pretraining-data", "--input_file", _corpus(d), "--output_dir",
+        _shards_without_sidecar(d), "--vocab_file", VOCAB, "--num_workers", "1",
+        "--noprogress"], ["part-00000.tfrecord", "--overwrite"]),
+    ("data-rerun-other-settings", lambda d: [
+        "create-pretraining-data", "--input_file", _corpus(d, 30), "--output_dir",
+        _tfrecords(d), "--vocab_file", VOCAB, "--max_seq_length", "32",
+        "--max_predictions_per_seq", "5", "--dupe_factor", "2", "--num_workers", "1",
+        "--noprogress"], ["dupe_factor: 1 → 2", "--overwrite"]),
+    ("data-vocab-duplicate-word", lambda d: [
+        "create-pretraining-data", "--input_file", _corpus(d), "--output_dir", str(d / "o"),
+        "--vocab_file", _vocab_with(d, ["the"])], ["'the'", "lines"]),
+    ("data-vocab-missing", lambda d: [
+        "create-pretraining-data", "--input_file", _corpus(d), "--output_dir", str(d / "o"),
+        "--vocab_file", str(d / "v.txt")], ["v.txt"]),
+    ("data-input-missing", lambda d: [
+        "create-pretraining-data", "--input_file", str(d / "*.txt"), "--output_dir",
+        str(d / "o"), "--vocab_file", VOCAB], ["matches no file"]),
+    ("data-shard-index-past-shards", lambda d: [
+        "create-pretraining-data", "--input_file", _corpus(d), "--output_dir", str(d / "o"),
+        "--vocab_file", VOCAB, "--shard_index", "2", "--num_shards", "2"], ["shard_index"]),
+    ("data-dupe-factor-0", lambda d: [
+        "create-pretraining-data", "--input_file", _corpus(d), "--output_dir", str(d / "o"),
+        "--vocab_file", VOCAB, "--dupe_factor", "0"], ["--dupe_factor"]),
+    # --- pretrain ---
+    ("pretrain-output-unwritable", lambda d: [
+        "pretrain", "--input_file", _tfrecords(d) + "/*.tfrecord", "--output_dir",
+        _unwritable("run"), *PRETRAIN_SMALL], ["--output_dir", "cannot be written"]),
+    ("pretrain-truncated-tfrecord", lambda d: [
+        "pretrain", "--input_file", _cut_tfrecords(d), "--output_dir", str(d / "run"),
+        *PRETRAIN_SMALL], ["part-00000.tfrecord"]),
+    ("pretrain-init-checkpoint-other-vocab-data", lambda d: [
+        "pretrain", "--input_file", _tfrecords(d) + "/*.tfrecord", "--output_dir",
+        str(d / "run"), "--init_checkpoint", _minilm(), "--num_train_steps", "2",
+        "--num_warmup_steps", "0"], ["another vocab", "init_checkpoint", "vocab.txt"]),
+    ("pretrain-config-without-vocab-size", lambda d: [
+        "pretrain", "--input_file", _tfrecords(d) + "/*.tfrecord", "--output_dir",
+        str(d / "run"), "--config", os.path.join(_model_with(
+            d, "novocabsize", _hf_config_without_vocab_size), "config.json")],
+     ["config.json", "vocab_size"]),
+    ("pretrain-rerun-other-batch", lambda d: [
+        "pretrain", "--input_file", _pretrained(d)[0] + "/*.tfrecord", "--output_dir",
+        str(d / "pretrained"), *_pretrain_args(train_batch_size="8")],
+     ["train_batch_size: 4 → 8", "--overwrite"]),
+    ("pretrain-rerun-more-steps", lambda d: [
+        "pretrain", "--input_file", _pretrained(d)[0] + "/*.tfrecord", "--output_dir",
+        str(d / "pretrained"), *_pretrain_args(num_train_steps="4")],
+     ["num_train_steps: 2 → 4", "--resume"]),
+    ("pretrain-warmup-past-steps", lambda d: [
+        "pretrain", "--input_file", _tfrecords(d) + "/*.tfrecord", "--output_dir",
+        str(d / "run"), "--config", "tiny", "--num_train_steps", "2"], ["num_warmup_steps"]),
+    ("pretrain-input-is-dir", lambda d: [
+        "pretrain", "--input_file", _tfrecords(d), "--output_dir", str(d / "run"),
+        *PRETRAIN_SMALL], ["is a directory"]),
+    ("pretrain-seq-length-other-than-data", lambda d: [
+        "pretrain", "--input_file", _tfrecords(d) + "/*.tfrecord", "--output_dir",
+        str(d / "run"), *PRETRAIN_SMALL, "--max_seq_length", "64"], ["max_seq_length", "32"]),
+    ("pretrain-learning-rate-0", lambda d: [
+        "pretrain", "--input_file", "x", "--output_dir", str(d / "run"), "--learning_rate", "0"],
+     ["--learning_rate"]),
+    # --- demo ---
+    ("demo-output-unwritable", lambda d: ["demo", "--output_dir", _unwritable("demo")],
+     ["--output_dir", "cannot be written"]),
+    ("demo-batch-0", lambda d: ["demo", "--output_dir", str(d / "demo"), "--train_batch_size",
+                                "0"], ["--train_batch_size"]),
+    # --- finetune ---
+    ("finetune-batch-0", lambda d: [
+        "finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue", "MNLI"),
+        "--output_dir", str(d / "o"), "--preset", "tiny", "--vocab_file", VOCAB,
+        "--train_batch_size", "0"], ["--train_batch_size"]),
+    ("finetune-learning-rate-negative", lambda d: [
+        "finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue", "MNLI"),
+        "--output_dir", str(d / "o"), "--preset", "tiny", "--vocab_file", VOCAB,
+        "--learning_rate", "-1"], ["--learning_rate"]),
+    ("finetune-seq-length-2", lambda d: [
+        "finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue", "MNLI"),
+        "--output_dir", str(d / "o"), "--preset", "tiny", "--vocab_file", VOCAB,
+        "--max_seq_length", "2"], ["max_seq_length"]),
+    ("finetune-output-unwritable", lambda d: [
+        "finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue", "MNLI"),
+        "--output_dir", _unwritable("o"), "--preset", "tiny", "--vocab_file", VOCAB],
+     ["--output_dir", "cannot be written"]),
+    ("finetune-output-is-file", lambda d: [
+        "finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue", "MNLI"),
+        "--output_dir", VOCAB, "--preset", "tiny", "--vocab_file", VOCAB],
+     ["--output_dir", "is a file"]),
+    ("finetune-data-dir-is-file", lambda d: [
+        "finetune", "--task", "mnli", "--data_dir", VOCAB, "--output_dir", str(d / "o"),
+        "--preset", "tiny", "--vocab_file", VOCAB], ["--data_dir", "is a file"]),
+    ("finetune-dev-wrong-columns", lambda d: [
+        "finetune", "--task", "mnli", "--data_dir", _glue_dir(d, dev_rows=[
+            "entailment", ["a", "b", "c"]]), "--output_dir", str(d / "o"), "--preset", "tiny",
+        "--vocab_file", VOCAB], ["dev_matched.tsv:3", "3"]),
+    ("finetune-vocab-same-size-other-model", lambda d: [
+        "finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue", "MNLI"),
+        "--output_dir", str(d / "o"), "--checkpoint", _minilm(), "--vocab_file",
+        _other_model_vocab(d)], ["other_vocab.txt", "line 2001"]),
+    # --- evaluate ---
+    ("evaluate-batch-0", lambda d: ["evaluate", "--model", str(d), "--task", "mnli",
+                                    "--data_dir", str(d), "--eval_batch_size", "0"],
+     ["--eval_batch_size"]),
+    ("evaluate-model-missing", lambda d: ["evaluate", "--model", str(d / "nope"), "--task",
+                                          "mnli", "--data_dir",
+                                          os.path.join(TASK_DATA, "glue", "MNLI")],
+     ["--model", "nope", "does not exist"]),
+    ("evaluate-data-dir-missing", lambda d: ["evaluate", "--model", _finetuned(d), "--task",
+                                             "mnli", "--data_dir", str(d / "nope")],
+     ["--data_dir", "nope"]),
+    ("evaluate-dev-wrong-columns", lambda d: [
+        "evaluate", "--model", _finetuned(d), "--task", "mnli", "--data_dir",
+        _glue_dir(d, dev_rows=["entailment", ["a", "b", "c"]]), "--noprogress"],
+     ["dev_matched.tsv:3", "3"]),
+    ("evaluate-output-unwritable", lambda d: [
+        "evaluate", "--model", _finetuned(d), "--task", "mnli", "--data_dir",
+        os.path.join(TASK_DATA, "glue", "MNLI"), "--output_dir", _unwritable("ev")],
+     ["--output_dir", "cannot be written"]),
+    # --- predict ---
+    ("predict-batch-0", lambda d: ["predict", "--model", str(d), "--task", "mnli", "--input",
+                                   VOCAB, "--output", str(d / "p.tsv"), "--eval_batch_size",
+                                   "0"], ["--eval_batch_size"]),
+    ("predict-output-unwritable", lambda d: [
+        "predict", "--model", _finetuned(d), "--task", "mnli", "--input",
+        os.path.join(TASK_DATA, "glue", "MNLI", "test_matched.tsv"), "--output",
+        _unwritable("p.tsv")], ["--output", "cannot be written"]),
+    ("predict-model-is-file", lambda d: ["predict", "--model", VOCAB, "--task", "mnli",
+                                         "--input", VOCAB, "--output", str(d / "p.tsv")],
+     ["--model", "is a file"]),
+    ("predict-input-is-dir", lambda d: ["predict", "--model", _finetuned(d), "--task", "mnli",
+                                        "--input", str(d), "--output", str(d / "p.tsv")],
+     ["--input", "is a directory"]),
+]
+
+
 def _write(d, name, text):
     (d / "squad").mkdir(exist_ok=True)
     (d / "squad" / name).write_text(text)
@@ -292,3 +594,67 @@ def test_finetune_with_mismatched_squad_answers_warns_and_counts(tmp_path, capsy
                  "--doc_stride", "16", "--num_train_epochs", "0.5", "--noprogress"])
     assert code == 0
     assert "q1" in capsys.readouterr().err
+
+
+def test_output_checks_leave_nothing_and_name_the_flag(tmp_path):
+    from keras_bert.errors import OutputError
+    from keras_bert.pipelines.flags import require_output_directory, require_output_file
+
+    (tmp_path / "keep.txt").write_text("x")
+    require_output_file(str(tmp_path / "out.npy"), "--output")
+    require_output_file(str(tmp_path / "keep.txt"), "--output")
+    require_output_directory(str(tmp_path / "new" / "run"), "--output_dir")
+    require_output_directory(str(tmp_path), "--output_dir")
+    assert os.listdir(tmp_path) == ["keep.txt"]  # the write probes are gone
+    with pytest.raises(OutputError, match="--output_dir '/proc/keras-bert-test/o' cannot be "
+                                          "written"):
+        require_output_directory(_unwritable("o"), "--output_dir")
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
+                    reason="root writes to read-only directories")
+def test_a_read_only_output_directory_is_refused_before_any_work(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        assert main(["vocab", "--input_file", _corpus(tmp_path), "--output_file",
+                     str(locked / "v.txt")]) == 2
+    finally:
+        locked.chmod(0o700)
+    err = capsys.readouterr().err.strip()
+    assert "--output_file" in err and "cannot be written" in err and "\n" not in err
+    assert os.listdir(locked) == []
+
+
+def test_the_console_shows_warnings_in_one_line_and_no_tensorflow_start_up_noise(tmp_path):
+    # Run as a user runs it: TF_CPP_MIN_LOG_LEVEL unset, so TensorFlow's C++ start-up
+    # lines (cuInit, oneDNN, CPU features) would show unless the command hides them; a
+    # corpus without blank lines (one document) and a cased vocab with lower-casing on
+    # give a logged warning and a Python warning, each one line that says "warning".
+    import subprocess
+    import sys
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"Sentence number {i} is about topic {i % 7}.\n"
+                              for i in range(200)))
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_bert", "create-pretraining-data", "--input_file",
+         str(corpus), "--output_dir", str(tmp_path / "out"), "--vocab_file", VOCAB,
+         "--num_workers", "1", "--dupe_factor", "1", "--max_seq_length", "32",
+         "--noprogress"], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 2, result.stderr
+    assert lines[0].startswith("keras-bert create-pretraining-data: warning: lower_case=True")
+    assert lines[1].startswith("warning: Too few documents for next sentence prediction")
+    assert "Next sentence random: 0.0%" in result.stdout
+    # A mistake: exactly one line, nothing from TensorFlow's start-up.
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_bert", "encode", "x", "--model", str(tmp_path / "nope")],
+        capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"keras-bert encode: error: No checkpoint at {str(tmp_path / 'nope')!r}: it does not "
+        "exist (give a checkpoint directory or a Google checkpoint prefix)."], result.stderr

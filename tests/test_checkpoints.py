@@ -310,3 +310,36 @@ def test_pretrainer_round_trip_model_outputs(tiny_config, tmp_path):
     x = dict(random_batch(), masked_lm_positions=np.array([[1, 2]] * 3, "int32"))
     for key in ("masked_lm", "next_sentence"):
         np.testing.assert_array_equal(model(x)[key], again(x)[key])
+
+
+def _write_vocab(path, tokens):
+    path.write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def test_a_vocab_of_the_right_size_but_not_the_models_is_refused(tmp_path):
+    # Issue 13: a vocab of the checkpoint's size that is not its own gives wrong ids; the
+    # vocab.txt beside the checkpoint tells them apart, line by line.
+    from keras_bert.checkpoints import check_vocab_matches
+    from keras_bert.errors import MismatchError
+
+    model = tmp_path / "model"
+    model.mkdir()
+    own = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a"]
+    _write_vocab(model / "vocab.txt", own)
+    other = _write_vocab(tmp_path / "other.txt", own[:7] + ["a", "the"])
+    with pytest.raises(MismatchError) as error:
+        check_vocab_matches(other, 9, "the model 'm'", checkpoint=str(model))
+    message = str(error.value)
+    assert "line 8" in message and "other.txt" in message and str(model / "vocab.txt") in message
+    # A copy of the model's vocab, and new words in its [unusedN] slots, are its vocab.
+    copy = _write_vocab(tmp_path / "copy.txt", own)
+    extended = _write_vocab(tmp_path / "extended.txt", own[:1] + ["covid", "mrna"] + own[3:])
+    for vocab in (copy, extended, str(model / "vocab.txt")):
+        assert check_vocab_matches(vocab, 9, "the model 'm'", checkpoint=str(model)) == 9
+    # Without a vocab beside the checkpoint only the size can be compared.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert check_vocab_matches(other, 9, "the model 'm'", checkpoint=str(bare)) == 9
+    with pytest.raises(MismatchError, match="has 9 tokens but the model 'm' has 10"):
+        check_vocab_matches(other, 10, "the model 'm'", checkpoint=str(bare))

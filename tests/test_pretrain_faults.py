@@ -5,6 +5,7 @@ error of `keras_bert.errors` naming the fields and files involved (the CLI print
 one line and exits 2), raised before anything is written."""
 
 import json
+import logging
 import os
 import signal
 import socket
@@ -145,6 +146,23 @@ def test_run_directory_gets_the_vocab_and_checks_it_when_continued(tmp_path):
     error = fails_before_training(MismatchError, "made with another vocab", other_data,
                                   tmp_path / "continued", init_checkpoint=str(run_dir))
     assert str(run_dir / "vocab.txt") in str(error)
+
+
+def test_data_without_a_sidecar_warns_that_its_vocab_cannot_be_checked(tmp_path, caplog):
+    vocab = write_vocab(str(tmp_path / "vocab.txt"))
+    plain = write_pretraining_records(str(tmp_path / "plain"), num_examples=32)
+    with caplog.at_level(logging.WARNING, logger="keras_bert"):
+        Pretraining(plain, str(tmp_path / "run"), tiny(), options(), vocab_file=vocab,
+                    progress=False)
+    warnings = [r.getMessage() for r in caplog.records if "sidecar" in r.getMessage()]
+    assert len(warnings) == 1 and vocab in warnings[0], caplog.text
+    assert str(tmp_path / "plain") in warnings[0]
+    caplog.clear()
+    # With the sidecar there is a checksum to compare: no warning.
+    with caplog.at_level(logging.WARNING, logger="keras_bert"):
+        Pretraining(data_with_sidecar(tmp_path / "data", vocab), str(tmp_path / "run2"),
+                    tiny(), options(), vocab_file=vocab, progress=False)
+    assert not [r for r in caplog.records if "sidecar" in r.getMessage()], caplog.text
 
 
 # --- 2. reusing a run directory ------------------------------------------------------------

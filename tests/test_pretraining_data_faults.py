@@ -365,6 +365,66 @@ def test_slices_refuse_shards_of_a_slice_without_its_sidecar(vocab_file, small_c
              num_shards=2)
 
 
+def test_overwrite_replaces_an_earlier_run_once_the_checks_pass(vocab_file, small_corpus,
+                                                                tmp_path):
+    out = tmp_path / "out"
+    _run(small_corpus, out, vocab_file, shard_size_mb=0.03)
+    old = shard_bytes(out)
+    with pytest.raises(OutputError, match="dupe_factor: 1 → 2.*overwrite=True"):
+        _run(small_corpus, out, vocab_file, shard_size_mb=0.03, dupe_factor=2)
+    # A failing check (here a missing vocab) removes nothing, even with overwrite.
+    with pytest.raises(InputNotFoundError):
+        create_pretraining_data(small_corpus, str(out), str(tmp_path / "no-vocab.txt"),
+                                PretrainingDataOptions(dupe_factor=2, shard_size_mb=0.03),
+                                num_workers=1, progress=False, overwrite=True)
+    assert shard_bytes(out) == old
+    # Shards without a sidecar and a stale temporary go too; the result is a fresh run's.
+    (out / "pretraining_data.json").unlink()
+    (out / ".part-00007.tfrecord.tmp-0123abcd").write_bytes(b"half")
+    kwargs = dict(shard_size_mb=0.03, dupe_factor=2)
+    replaced = create_pretraining_data(small_corpus, str(out), vocab_file,
+                                       PretrainingDataOptions(**kwargs), num_workers=1,
+                                       progress=False, overwrite=True)
+    fresh = _run(small_corpus, tmp_path / "fresh", vocab_file, **kwargs)
+    assert shard_bytes(out) == shard_bytes(tmp_path / "fresh") != old
+    assert replaced["totals"] == fresh["totals"] and replaced["settings"]["dupe_factor"] == 2
+    assert sorted(os.listdir(out)) == sorted(os.listdir(tmp_path / "fresh"))
+
+
+def test_overwrite_of_a_slice_leaves_the_other_slices_alone(vocab_file, small_corpus,
+                                                            tmp_path):
+    for index in (0, 1):
+        _run(small_corpus, tmp_path, vocab_file, shard_size_mb=0.03, shard_index=index,
+             num_shards=2)
+    before = shard_bytes(tmp_path)
+    create_pretraining_data(small_corpus, str(tmp_path), vocab_file,
+                            PretrainingDataOptions(dupe_factor=2, shard_size_mb=0.03),
+                            num_workers=1, shard_index=1, num_shards=2, progress=False,
+                            overwrite=True)
+    after = shard_bytes(tmp_path)
+    assert set(after) == set(before)
+    for name in before:
+        changed = after[name] != before[name]
+        assert changed == (int(name[5:10]) % 2 == 1), name
+
+
+def test_cli_overwrite_flag_and_message(vocab_file, small_corpus, tmp_path, capsys):
+    from keras_bert.cli import main
+
+    out = tmp_path / "out"
+    args = ["create-pretraining-data", "--input_file", small_corpus, "--output_dir", str(out),
+            "--vocab_file", vocab_file, "--num_workers", "1", "--noprogress",
+            "--shard_size_mb", "0.03"]
+    assert main([*args, "--dupe_factor", "1"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--dupe_factor", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "dupe_factor: 1 → 2" in err and "pass --overwrite" in err and "\n" not in err
+    assert main([*args, "--dupe_factor", "2", "--overwrite"]) == 0
+    assert json.loads((out / "pretraining_data.json").read_text())["settings"][
+        "dupe_factor"] == 2
+
+
 # --- reading -------------------------------------------------------------------------------
 
 

@@ -597,6 +597,12 @@ class Pretraining:
                                checkpoint_vocab=checkpoint_vocab,
                                pretrained=bool(init_checkpoint), config_source=config_source)
         self._vocab_source = vocab_file or checkpoint_vocab
+        if self._vocab_source and not info.vocab:
+            logger.warning(
+                "The TFRecords in %s have no pretraining_data*.json sidecar with the "
+                "checksum of the vocab they were made with, so it cannot be checked against "
+                "%s: make sure they were made with that vocab (token ids up to %d seen).",
+                os.path.dirname(info.files[0]) or ".", self._vocab_source, info.max_token_id)
         _check_masking_vocab(info, vocab_file)
 
         replicas = strategy.num_replicas_in_sync
