@@ -13,13 +13,16 @@ CORE = [
 
 EXTRAS = {
     # Test runner and linters; everything the default test suite needs (the export
-    # tests read TF Serving warmup protos and load exports with hub.KerasLayer).
+    # tests read TF Serving warmup protos and load exports with hub.KerasLayer; the
+    # plotting tests draw with matplotlib).
     "test": ["pytest", "ruff", "tensorflow-serving-api~=2.20.0", "tensorflow-hub>=0.16.1",
-             "tf-keras~=2.20.0"],
+             "tf-keras~=2.20.0", "matplotlib"],
     # SavedModel export: TF Serving warmup requests (PredictionLog protos).
     "export": ["tensorflow-serving-api~=2.20.0"],
     # Reusing exported encoders with hub.KerasLayer (a tf_keras, i.e. Keras 2, layer).
     "hub": ["tensorflow-hub>=0.16.1", "tf-keras~=2.20.0"],
+    # Attention heat maps and training curves (keras_bert.plotting; attention and plot).
+    "plot": ["matplotlib"],
     # TF2 reference implementation: interop and parity tests.
     "official": ["tf-models-official~=2.20.0"],
     # Hugging Face datasets/tokenizers for optional comparisons (no torch).

