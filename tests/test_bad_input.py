@@ -658,3 +658,86 @@ def test_the_console_shows_warnings_in_one_line_and_no_tensorflow_start_up_noise
     assert result.stderr.strip().splitlines() == [
         f"keras-bert encode: error: No checkpoint at {str(tmp_path / 'nope')!r}: it does not "
         "exist (give a checkpoint directory or a Google checkpoint prefix)."], result.stderr
+
+
+# --- every subcommand, present and future -----------------------------------------------
+# The same mistakes, tried on each entry of keras_bert.cli.COMMANDS from its parser: a
+# command added later is checked without a new row.
+
+def _subparser(command):
+    import argparse
+
+    from keras_bert.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[command]
+
+
+def _required_args(subparser, skip=()):
+    """Plausible values for the required arguments, enough to get past argparse."""
+    argv = []
+    for action in subparser._actions:
+        if not action.required or action.dest in skip:
+            continue
+        value = action.choices[0] if action.choices else ("1" if action.type else "x")
+        argv += [value] if not action.option_strings else [action.option_strings[0], value]
+    return argv
+
+
+def _one_line_error(argv, capsys, *words):
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, (argv, code, err)
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+
+
+def _commands():
+    from keras_bert.cli import COMMANDS
+
+    return list(COMMANDS)
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_every_number_flag_of_every_command_is_checked(command, capsys):
+    from keras_bert.pipelines import flags
+
+    checked = {flags.positive_int, flags.nonnegative_int, flags.positive_float,
+               flags.nonnegative_float, flags.probability}
+    subparser = _subparser(command)
+    _one_line_error([command, *_required_args(subparser), "--no_such_flag"], capsys,
+                    "unrecognized arguments: --no_such_flag")
+    for action in subparser._actions:
+        if action.type in checked:
+            flag = action.option_strings[0]
+            _one_line_error([command, flag, "many"], capsys, flag, "'many'")
+            if action.type in (flags.positive_int, flags.positive_float):
+                _one_line_error([command, flag, "0"], capsys, flag, "must be >")
+            else:
+                _one_line_error([command, flag, "-1"], capsys, flag, "must be >= 0")
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_every_output_of_every_command_is_checked_before_it_runs(command, tmp_path, capsys):
+    from keras_bert.pipelines.flags import OUTPUT_FLAGS
+
+    subparser = _subparser(command)
+    outputs = [a for a in subparser._actions if a.dest in OUTPUT_FLAGS]
+    if not outputs:
+        pytest.skip(f"{command} writes no output")
+    (tmp_path / "a_file").write_text("x")
+    before = _snapshot(tmp_path)
+    for action in outputs:
+        flag = action.option_strings[0]
+        argv = [command, *_required_args(subparser, skip={action.dest}), flag]
+        _one_line_error([*argv, _unwritable("out")], capsys, flag, "cannot be written")
+        if OUTPUT_FLAGS[action.dest] == "directory":
+            _one_line_error([*argv, str(tmp_path / "a_file")], capsys, flag, "is a file")
+        else:
+            _one_line_error([*argv, str(tmp_path)], capsys, flag, "is a directory")
+    assert _snapshot(tmp_path) == before
