@@ -11,6 +11,8 @@ The public API:
   `BertPreprocessor` (strings -> encoder inputs), `learn_vocab` (WordPiece vocab.txt).
 - `create_pretraining_data`, `pretraining_dataset` (keras_bert.data): masked-LM/NSP
   TFRecords and the tf.data reader that feeds `BertPretrainer`.
+- `attention_maps`, `attention_summary`, `read_training_curves` (keras_bert.plotting):
+  attention heat maps and training curves (drawing needs the `plot` extra, matplotlib).
 """
 
 import importlib as _importlib
@@ -43,6 +45,9 @@ _EXPORTS = {
     "BertPretrainer": "keras_bert.models",
     "BertSpanLabeler": "keras_bert.models",
     "BertTokenClassifier": "keras_bert.models",
+    "attention_maps": "keras_bert.plotting",
+    "attention_summary": "keras_bert.plotting",
+    "read_training_curves": "keras_bert.plotting",
     "BertPreprocessor": "keras_bert.preprocessing",
     "pack_inputs": "keras_bert.preprocessing",
     "truncate_segments": "keras_bert.preprocessing",
