@@ -12,7 +12,7 @@ import json
 import os
 from typing import Any
 
-from keras_bert.errors import DataError, InputNotFoundError
+from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
 
 # Activation names used inside keras_bert. "gelu" is the exact (erf) GELU that Hugging
 # Face means by "gelu"; "gelu_tanh" is the tanh approximation that google-research/bert's
@@ -85,18 +85,19 @@ class BertConfig:
                      "intermediate_size", "max_position_embeddings", "type_vocab_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}.")
+                raise ArgumentError(f"BertConfig.{name} must be a positive integer, got {value!r}.")
         if self.hidden_size % self.num_heads:
-            raise ValueError(
+            raise ArgumentError(
                 f"BertConfig.hidden_size ({self.hidden_size}) must be divisible by "
                 f"num_heads ({self.num_heads}); choose heads that divide the width.")
         if self.hidden_act not in ACTIVATIONS:
-            raise ValueError(f"BertConfig.hidden_act must be one of {ACTIVATIONS}, "
+            raise ArgumentError(f"BertConfig.hidden_act must be one of {ACTIVATIONS}, "
                              f"got {self.hidden_act!r}.")
         for name in ("hidden_dropout", "attention_dropout"):
             value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"BertConfig.{name} must be in [0, 1), got {value!r}.")
+            if (not isinstance(value, (int, float)) or isinstance(value, bool)
+                    or not 0.0 <= value < 1.0):
+                raise ArgumentError(f"BertConfig.{name} must be in [0, 1), got {value!r}.")
 
     @property
     def head_size(self) -> int:
@@ -115,7 +116,7 @@ class BertConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:
-            raise ValueError(f"Unknown BertConfig fields {unknown}; known fields: {sorted(names)}.")
+            raise ArgumentError(f"Unknown BertConfig fields {unknown}; known fields: {sorted(names)}.")
         return cls(**d)
 
     # --- presets ------------------------------------------------------------------
@@ -123,7 +124,7 @@ class BertConfig:
     def from_preset(cls, name: str, **overrides) -> BertConfig:
         """A named configuration: the paper's base/large or the small-BERTs grid."""
         if name not in PRESETS:
-            raise ValueError(f"Unknown preset {name!r}; available presets: {sorted(PRESETS)}.")
+            raise ArgumentError(f"Unknown preset {name!r}; available presets: {sorted(PRESETS)}.")
         return cls(**{**PRESETS[name], **overrides})
 
     # --- Google's bert_config.json ----------------------------------------------------
@@ -131,12 +132,12 @@ class BertConfig:
     def from_google_dict(cls, d: dict[str, Any]) -> BertConfig:
         act = d.get("hidden_act", "gelu")
         if act not in _GOOGLE_ACTIVATIONS or _GOOGLE_ACTIVATIONS[act] is None:
-            raise ValueError(f"Unsupported hidden_act {act!r} in bert_config.json; "
+            raise ArgumentError(f"Unsupported hidden_act {act!r} in bert_config.json; "
                              f"supported: {sorted(k for k, v in _GOOGLE_ACTIVATIONS.items() if v)}.")
         hidden_act = _GOOGLE_ACTIVATIONS[act]
         approximation = d.get(GELU_APPROXIMATION_KEY, "tanh")
         if act == "gelu" and approximation not in ("tanh", "none"):
-            raise ValueError(f"{GELU_APPROXIMATION_KEY} must be 'tanh' or 'none', "
+            raise ArgumentError(f"{GELU_APPROXIMATION_KEY} must be 'tanh' or 'none', "
                              f"got {approximation!r}.")
         if act == "gelu" and approximation == "none":
             hidden_act = "gelu"
@@ -159,7 +160,7 @@ class BertConfig:
         `"gelu_approximation": "none"`, which keras_bert reads back exactly; the original
         TF1 code ignores that key and would compute its tanh GELU instead."""
         if self.hidden_act not in _TO_GOOGLE_ACTIVATION:
-            raise ValueError(
+            raise ArgumentError(
                 f"hidden_act {self.hidden_act!r} has no name in google-research/bert's "
                 f"bert_config.json; representable: {sorted(_TO_GOOGLE_ACTIVATION)}.")
         extra = {GELU_APPROXIMATION_KEY: "none"} if self.hidden_act == "gelu" else {}
@@ -182,15 +183,15 @@ class BertConfig:
     def from_hf_dict(cls, d: dict[str, Any]) -> BertConfig:
         model_type = d.get("model_type", "bert")
         if model_type != "bert":
-            raise ValueError(f"config.json describes model_type {model_type!r}; only 'bert' "
+            raise ArgumentError(f"config.json describes model_type {model_type!r}; only 'bert' "
                              "checkpoints are supported.")
         pos_type = d.get("position_embedding_type", "absolute")
         if pos_type != "absolute":
-            raise ValueError(f"position_embedding_type {pos_type!r} is not supported; "
+            raise ArgumentError(f"position_embedding_type {pos_type!r} is not supported; "
                              "BERT uses 'absolute'.")
         act = d.get("hidden_act", "gelu")
         if act not in _HF_ACTIVATIONS:
-            raise ValueError(f"Unsupported hidden_act {act!r} in config.json; "
+            raise ArgumentError(f"Unsupported hidden_act {act!r} in config.json; "
                              f"supported: {sorted(_HF_ACTIVATIONS)}.")
         return cls(
             vocab_size=int(d["vocab_size"]),
@@ -263,7 +264,7 @@ class BertConfig:
         writers = {"keras_bert": self.to_dict, "google": self.to_google_dict,
                    "hf": self.to_hf_dict}
         if format not in writers:
-            raise ValueError(f"format must be one of {sorted(writers)}, got {format!r}.")
+            raise ArgumentError(f"format must be one of {sorted(writers)}, got {format!r}.")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(writers[format](), f, indent=2, sort_keys=True)
             f.write("\n")

@@ -445,3 +445,22 @@ def test_cli_refuses_other_settings_unless_overwrite_or_resume(tmp_path, data, c
     assert json.loads((run_dir / "metrics.json").read_text())["step"] == 6
     assert cli.main(["pretrain", *bigger, "--overwrite"]) == 0
     assert [s["kind"] for s in read_run_config(run_dir)["starts"]] == ["overwrote"]
+
+
+# --- the Python API: mistakes are typed errors naming the field -----------------------------
+
+@pytest.mark.parametrize("make, field", [
+    (lambda: BertConfig.from_preset("gigantic"), "gigantic"),
+    (lambda: BertConfig(hidden_size=100, num_heads=3), "num_heads"),
+    (lambda: BertConfig(num_layers=-1), "num_layers"),
+    (lambda: BertConfig(hidden_dropout="high"), "hidden_dropout"),
+    (lambda: BertConfig.from_dict({"layers": 2}), "layers"),
+    (lambda: PretrainingOptions(learning_rate="fast"), "learning_rate"),
+    (lambda: PretrainingOptions(train_batch_size=2.5), "train_batch_size"),
+    (lambda: PretrainingOptions(weight_decay=-0.1), "weight_decay"),
+    (lambda: PretrainingOptions(num_train_steps=10, num_warmup_steps=20), "num_warmup_steps"),
+])
+def test_config_and_option_mistakes_are_argument_errors(make, field):
+    with pytest.raises(ArgumentError, match=field) as error:
+        make()
+    assert isinstance(error.value, ValueError)  # `except ValueError` keeps working

@@ -39,6 +39,7 @@ import datetime
 import json
 import logging
 import math
+import numbers
 import os
 import shutil
 import time
@@ -156,7 +157,19 @@ class PretrainingOptions:
     next_sentence: bool | None = None
 
     def __post_init__(self):
+        kinds = {"int": (numbers.Integral, "an integer"), "float": (numbers.Real, "a number")}
+        for field in dataclasses.fields(self):
+            kind, _, rest = str(field.type).partition(" | ")
+            value = getattr(self, field.name)
+            if kind not in kinds or (value is None and rest == "None"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, kinds[kind][0]):
+                raise ArgumentError(f"Invalid pretraining options: {field.name} must be "
+                                    f"{kinds[kind][1]}, got {value!r}.", field=field.name)
         problems = []  # (field, message)
+        if self.weight_decay < 0:
+            problems.append(("weight_decay", f"weight_decay must be >= 0, got "
+                                             f"{self.weight_decay}"))
         for name in ("train_batch_size", "num_train_steps", "gradient_accumulation_steps",
                      "save_checkpoints_steps", "keep_checkpoints", "log_steps",
                      "shuffle_buffer_size"):
