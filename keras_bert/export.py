@@ -406,9 +406,9 @@ class _HubEncoder(_ServingModule):
 
     def _hub_call(self, inputs, training=False):
         out = self._source.model(inputs, training=training)
-        return {"pooled_output": out["pooled_output"],
-                "sequence_output": out["sequence_output"],
-                "encoder_outputs": list(out["encoder_outputs"])}
+        return {"pooled_output": tf.cast(out["pooled_output"], tf.float32),
+                "sequence_output": tf.cast(out["sequence_output"], tf.float32),
+                "encoder_outputs": [tf.cast(x, tf.float32) for x in out["encoder_outputs"]]}
 
 
 class _Preprocessor(tf.Module):
