@@ -35,7 +35,6 @@ from keras_bert.errors import ArgumentError, InputNotFoundError
 from keras_bert.pipelines.flags import (
     add_boolean,
     positive_int,
-    removed_on_error,
     require_file,
     require_output_directory,
 )
@@ -135,8 +134,7 @@ def run(args) -> int:
                           max_seq_length=max_seq_length)
     metadata = {"model": os.path.abspath(model), "text": args.text, "pair": args.pair,
                 "lower_case": lower_case, "max_seq_length": max_seq_length}
-    with removed_on_error(args.output_dir):
-        written = write_attention_plots(maps, args.output_dir, metadata)
+    written = write_attention_plots(maps, args.output_dir, metadata)
 
     print(f"model: {model} ({maps.num_layers} layers x {maps.num_heads} heads)")
     print(f"tokens ({len(maps.tokens)}): {' '.join(maps.tokens)}")

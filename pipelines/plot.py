@@ -19,7 +19,7 @@ import argparse
 import os
 import sys
 
-from keras_bert.pipelines.flags import removed_on_error, require_output_directory
+from keras_bert.pipelines.flags import require_output_directory
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,8 +35,7 @@ def run(args) -> int:
     output_dir = args.output_dir or os.path.join(args.run_dir, "plots")
     curves = read_training_curves(args.run_dir)  # names a missing or empty RUN_DIR first
     require_output_directory(output_dir, "--output_dir")
-    with removed_on_error(output_dir):
-        written = write_training_plots(curves, output_dir)
+    written = write_training_plots(curves, output_dir)  # all files or none
     print(f"{curves.kind} run {args.run_dir}: read {len(curves.sources)} file(s)")
     for metric in curves.metrics:
         last = ", ".join(f"{line} {ys[-1]:.4g} at {curves.x_label} {xs[-1]}"

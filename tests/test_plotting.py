@@ -29,6 +29,7 @@ from keras_bert.plotting import (
     read_training_curves,
     training_curves_figure,
     write_attention_plots,
+    write_files,
     write_training_plots,
 )
 from keras_bert.training import MetricsLogger
@@ -186,6 +187,18 @@ def test_write_attention_plots(tmp_path, maps):
     assert record["text"] == "The cats sat." and record["tokens"] == maps.tokens
     assert (record["num_layers"], record["num_heads"]) == (2, 4)
     assert record["heads"] == pytest.approx(attention_summary(maps.probs, maps.tokens))
+
+
+def test_a_failed_write_leaves_nothing_behind(tmp_path):
+    out = tmp_path / "new"
+    with pytest.raises(TypeError):
+        write_files(str(out), {"a.png": b"done", "b.json": 5})  # 5 cannot be written
+    assert not out.exists()
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "other.txt").write_text("x")
+    with pytest.raises(TypeError):
+        write_files(str(tmp_path / "kept"), {"a.png": b"done", "b.json": 5})
+    assert os.listdir(tmp_path / "kept") == ["other.txt"]
 
 
 # --- training curves ------------------------------------------------------------------------
