@@ -133,6 +133,21 @@ def _pretrained(d):
     return data, _made("pretrained", make, d)
 
 
+def _minilm_tfrecords(d):
+    """Tiny pretraining TFRecords made with MiniLM's vocab (data an init checkpoint fits)."""
+    def make(out):
+        corpus_dir = os.path.join(_MADE["root"], "corpus-minilm")
+        os.makedirs(corpus_dir, exist_ok=True)
+        import pathlib
+        assert main(["create-pretraining-data", "--input_file",
+                     _corpus(pathlib.Path(corpus_dir), 30), "--output_dir", out,
+                     "--vocab_file", os.path.join(_minilm(), "vocab.txt"), "--max_seq_length",
+                     "32", "--max_predictions_per_seq", "5", "--dupe_factor", "1",
+                     "--num_workers", "1", "--noprogress"]) == 0
+
+    return _made("minilm_data", make, d) + "/*.tfrecord"
+
+
 def _unwritable(name):
     """A path that cannot be created, for root too (/proc takes no new files)."""
     if not os.path.isdir("/proc/self"):
@@ -437,6 +452,11 @@ CASES += [
         "pretrain", "--input_file", _tfrecords(d) + "/*.tfrecord", "--output_dir",
         str(d / "run"), "--init_checkpoint", _minilm(), "--num_train_steps", "2",
         "--num_warmup_steps", "0"], ["another vocab", "init_checkpoint", "vocab.txt"]),
+    ("pretrain-init-checkpoint-truncated", lambda d: [
+        "pretrain", "--input_file", _minilm_tfrecords(d), "--output_dir", str(d / "run"),
+        "--init_checkpoint", _model_with(d, "cut", lambda m: _truncate(m / "model.safetensors")),
+        "--num_train_steps", "2", "--num_warmup_steps", "0", "--noprogress"],
+     ["model.safetensors", "truncated"]),
     ("pretrain-config-without-vocab-size", lambda d: [
         "pretrain", "--input_file", _tfrecords(d) + "/*.tfrecord", "--output_dir",
         str(d / "run"), "--config", os.path.join(_model_with(

@@ -84,3 +84,15 @@ def test_encode_errors(tmp_path, capsys):
     assert main(["encode", "--input_file", str(tmp_path / "missing.txt")]) == 2
     err = capsys.readouterr().err
     assert "does not exist" in err and len(err.strip().splitlines()) == 1
+
+
+def test_encode_says_when_it_truncates(capsys):
+    # Issue 13: over-long inputs were cut to --max_seq_length without a word.
+    _minilm_path()
+    long = " ".join(["hello"] * 40)  # 40 WordPieces, 42 with [CLS] and [SEP]
+    assert main(["encode", "short one", long, "--max_seq_length", "16", "--noprogress"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["note: 1 of 2 sentences were longer than --max_seq_length 16 tokens and "
+                   "were truncated (the longest has 42)"]
+    assert main(["encode", "short one", long, "--max_seq_length", "42", "--noprogress"]) == 0
+    assert capsys.readouterr().err == ""

@@ -292,8 +292,11 @@ def _build_pretrainer(config: BertConfig | None, init_checkpoint: str | None,
     try:
         loaded = load_pretrainer(init_checkpoint)
     except (CheckpointError, errors.CheckpointError) as e:
+        # An encoder-only checkpoint; one that cannot be read fails here too, and the
+        # note below would mislead.
+        encoder = load_encoder(init_checkpoint)
         logger.info("%s; starting the pretraining heads from scratch.", e)
-        loaded = BertPretrainer(load_encoder(init_checkpoint), next_sentence=next_sentence)
+        loaded = BertPretrainer(encoder, next_sentence=next_sentence)
     if loaded.next_sentence == next_sentence:
         return loaded
     model = BertPretrainer(loaded.encoder, next_sentence=next_sentence)
