@@ -370,6 +370,39 @@ def test_span_answer_is_the_best_span_of_the_passage(exports, clean_results):
     assert any(answers), "no answer at all: the check would be empty"
 
 
+def test_squad2_answer_is_empty_when_the_null_score_wins(exports, tmp_path, capsys):
+    """SQuAD v2.0: "" when start[CLS] + end[CLS] - best span score > the run's
+    null_score_diff_threshold; a threshold between the examples' margins gives answers
+    to some and none to the others, as computed here from the Keras logits."""
+    import keras
+
+    keras.utils.set_random_seed(3)
+    run = tmp_path / "run_squad2"
+    model = _finetuned_run(run, "squad2", BertEncoder(_config(_tokenizer(False).vocab_size)),
+                           {"task": "squad2", "null_score_diff_threshold": 0.0},
+                           max_query_length=8, max_answer_length=5)
+    ids, expected = _text_reference("span_labeler", model, False)
+    start, end = expected["start_logits"], expected["end_logits"]
+    margins = []
+    for b in range(len(PASSAGES) - 1):  # the last passage is empty: never an answer
+        inside = [i for i in range(ids["input_mask"].shape[1])
+                  if ids["input_mask"][b, i] and ids["input_type_ids"][b, i]][:-1]
+        best = max(start[b, i] + end[b, j] for i in inside for j in inside if 0 <= j - i < 5)
+        margins.append(float(start[b, 0] + end[b, 0] - best))
+    assert max(margins) - min(margins) > 1e-3, margins
+    threshold = (min(margins) + max(margins)) / 2
+    with open(run / CONFIG_FILE) as f:
+        record = json.load(f)
+    record["task_config"]["null_score_diff_threshold"] = threshold
+    with open(run / CONFIG_FILE, "w") as f:
+        json.dump(record, f)
+    path, card = _export(capsys, run, tmp_path / "out", "squad2", "--nowarmup")
+    answers = tf.saved_model.load(path).signatures["serve_text"](
+        text=tf.constant(QUESTIONS), text_pair=tf.constant(PASSAGES))["answer"].numpy()
+    assert [bool(a) for a in answers[:-1]] == [m <= threshold for m in margins]
+    assert answers[-1] == b""
+
+
 # --- the command: layout, model card, bad input -----------------------------------------
 
 
