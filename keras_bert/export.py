@@ -496,7 +496,9 @@ def _describe(fn) -> dict:
         return {"dtype": s.dtype.name, "shape": [None if d is None else int(d)
                                                  for d in s.shape.as_list()]}
 
-    return {"inputs": {k: spec(v) for k, v in sorted(fn.structured_input_signature[1].items())},
+    args, kwargs = fn.structured_input_signature
+    inputs = kwargs or args[0]  # the signature's one dict argument
+    return {"inputs": {k: spec(v) for k, v in sorted(inputs.items())},
             "outputs": {k: spec(v) for k, v in sorted(fn.structured_outputs.items())}}
 
 

@@ -423,6 +423,13 @@ def test_tf_serving_layout_and_model_card(exports):
     assert card["task"] == "mrpc" and card["kind"] == "classifier"
     assert card["source_checkpoint"].endswith("run_mrpc") and card["export_time"]
     assert set(card["signatures"]) == {"serving_default", "serve_text"}
+    ids_spec = {"dtype": "int32", "shape": [None, None]}
+    assert card["signatures"]["serving_default"]["inputs"] == {
+        "input_mask": ids_spec, "input_type_ids": ids_spec, "input_word_ids": ids_spec}
+    text_spec = {"dtype": "string", "shape": [None]}
+    assert card["signatures"]["serve_text"]["inputs"] == {"text": text_spec,
+                                                          "text_pair": text_spec}
+    assert card["signatures"]["serve_text"]["outputs"]["label"] == text_spec
     assert exports["encoder"][2]["lower_case"] is True
     assert exports["tagger"][2]["label_names"] == NER_LABELS
     # The vocab travels with the SavedModel, which is relocatable.
