@@ -67,6 +67,22 @@ def _is_gzip(path: str) -> bool:
         return f.read(2) == b"\x1f\x8b"
 
 
+def _is_binary(path: str, sniff_bytes: int = 8192) -> bool:
+    """Whether a (possibly gzip) file starts with a NUL byte in its first `sniff_bytes`:
+    a model, an archive, UTF-16 text — nothing WordPiece should learn from."""
+    import gzip
+
+    with tf.io.gfile.GFile(path, "rb") as raw:
+        head = raw.read(sniff_bytes)
+        if head[:2] == b"\x1f\x8b":
+            raw.seek(0)
+            try:
+                head = gzip.GzipFile(fileobj=raw).read(sniff_bytes)
+            except (OSError, EOFError):
+                return False  # a broken gzip is the reader's to report
+    return b"\x00" in head
+
+
 def count_words(files: Sequence[str], lower_case: bool = True, max_lines: int | None = None,
                 batch_size: int = 1024, progress: bool = True) -> collections.Counter:
     """Counts the words of text files (plain or gzip, UTF-8), streaming.
@@ -148,7 +164,7 @@ def learn_vocab(corpus: str | Sequence[str], vocab_size: int, lower_case: bool =
         ArgumentError: an argument out of range (named by `field`), e.g. `max_lines=0`
             or a `vocab_size` without room for the pieces.
         InputNotFoundError: a corpus pattern matches no file (or names a directory).
-        DataError: the corpus has no words.
+        DataError: the corpus has no words, or a file of it is binary.
 
     Example:
 
@@ -175,6 +191,11 @@ def learn_vocab(corpus: str | Sequence[str], vocab_size: int, lower_case: bool =
                             f"{len(reserved)} reserved tokens; raise vocab_size or lower "
                             "num_unused.", field="vocab_size")
     files = kb_io.expand_patterns(corpus, what="corpus")
+    binary = [f for f in files if _is_binary(f)]
+    if binary:
+        raise DataError("not a text file (it holds NUL bytes); give plain or gzip UTF-8 "
+                        f"text{f' (and {len(binary) - 1} more such files)' if binary[1:] else ''}.",
+                        path=binary[0])
     counts = count_words(files, lower_case, max_lines, progress=progress)
     if not counts:
         raise DataError(f"No words in the corpus {corpus!r} ({len(files)} files); is it "

@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from keras_bert.errors import ArgumentError, InputNotFoundError
+from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
 from keras_bert.pipelines.flags import (
     add_boolean,
     positive_int,
@@ -62,8 +62,18 @@ def _read_sentences(args) -> list[str]:
     sentences = list(args.sentences)
     if args.input_file:
         require_file(args.input_file, "--input_file")
-        with open(args.input_file, encoding="utf-8", errors="replace") as f:
-            sentences += [line.rstrip("\n") for line in f if line.strip()]
+        with open(args.input_file, "rb") as f:
+            data = f.read()
+        if b"\x00" in data:
+            raise DataError("not a text file (it holds NUL bytes); give UTF-8 text, one "
+                            "sentence a line.", path=args.input_file)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data[:e.start].count(b"\n") + 1
+            raise DataError(f"line {line} is not UTF-8 ({e.reason}); convert the file to "
+                            "UTF-8.", path=args.input_file, line=line) from None
+        sentences += [line.rstrip("\r") for line in text.split("\n") if line.strip()]
     if not sentences:
         raise ArgumentError("no sentences: give them as arguments or in --input_file "
                             "(one a line)", field="sentences")

@@ -209,6 +209,11 @@ def _cut_tfrecords(d):
     return os.path.join(data, "*.tfrecord")
 
 
+def _write_bytes(d, name, data):
+    (d / name).write_bytes(data)
+    return str(d / name)
+
+
 def _write_file(d, name, text):
     (d / name).write_text(text, encoding="utf-8")
     return str(d / name)
@@ -392,7 +397,15 @@ CASES += [
     ("encode-seq-length-0", lambda d: ["encode", "x", "--max_seq_length", "0"],
      ["--max_seq_length"]),
     ("encode-unknown-pooling", lambda d: ["encode", "x", "--pooling", "max"], ["--pooling"]),
+    ("encode-input-binary", lambda d: ["encode", "--input_file", _write_bytes(
+        d, "model.bin", b"PK\x03\x04\x00\x00binary")], ["model.bin", "not a text file"]),
+    ("encode-input-not-utf8", lambda d: ["encode", "--input_file", _write_bytes(
+        d, "latin1.txt", "ok\ncaf\u00e9 au lait\n".encode("latin-1"))],
+     ["latin1.txt:2", "UTF-8"]),
     # --- vocab ---
+    ("vocab-binary-corpus", lambda d: ["vocab", "--input_file", _write_bytes(
+        d, "corpus.bin", b"\x00\x01\x02" * 1000), "--output_file", str(d / "v.txt")],
+     ["corpus.bin", "not a text file"]),
     ("vocab-output-unwritable", lambda d: ["vocab", "--input_file", _corpus(d),
                                            "--output_file", _unwritable("v.txt")],
      ["--output_file", "cannot be written"]),
