@@ -330,6 +330,10 @@ def test_clean_process_text_signature_equals_keras_on_package_ids(exports, clean
     if kind == "classifier":
         labels = np.array(["0", "1"])[np.argmax(expected["logits"], axis=-1)]
         assert got["classifier|text|label"].astype(str).tolist() == labels.tolist()
+    if kind == "tagger":  # a tag per word piece, "" on padding
+        tags = np.array(NER_LABELS)[np.argmax(expected["logits"], axis=-1)]
+        assert got["tagger|text|labels"].astype(str).tolist() == np.where(
+            ids["input_mask"] > 0, tags, "").tolist()
 
 
 def test_clean_process_preprocessor_tokenize_equals_google(clean_results):
