@@ -251,7 +251,7 @@ def _text_specs(pair: bool):
 class _ServingModule(tf.__internal__.tracking.AutoTrackable):
     """The exported object: the model's variables, the tokenizer and the signatures."""
 
-    def __init__(self, source: ExportSource, jit_compile: bool = False):
+    def __init__(self, source: ExportSource, jit_compile: bool = False, text: bool = True):
         # The model and tokenizer are reached through `_source` (not tracked): the saved
         # object graph holds the underlying tf.Variables that the functions capture, as
         # Keras' own export does. Tracking the Keras model instead gives a SavedModel
@@ -271,8 +271,9 @@ class _ServingModule(tf.__internal__.tracking.AutoTrackable):
         self.forward = tf.function(self._forward, jit_compile=jit_compile,
                                    input_signature=[_id_specs()])
         self.serve_ids = tf.function(self._serve_ids, input_signature=[_id_specs()])
-        self.serve_text = tf.function(self._serve_text,
-                                      input_signature=[_text_specs(source.pair)])
+        if text:  # without it the graph has no tensorflow-text ops
+            self.serve_text = tf.function(self._serve_text,
+                                          input_signature=[_text_specs(source.pair)])
 
     # The model, in inference mode, with float32 outputs.
     def _forward(self, inputs):
@@ -396,8 +397,8 @@ class _ServingModule(tf.__internal__.tracking.AutoTrackable):
 class _HubEncoder(_ServingModule):
     """An encoder export that is also a TF Hub-style reusable SavedModel."""
 
-    def __init__(self, source: ExportSource, jit_compile: bool = False):
-        super().__init__(source, jit_compile)
+    def __init__(self, source: ExportSource, jit_compile: bool = False, text: bool = True):
+        super().__init__(source, jit_compile, text)
         self.__call__ = tf.function(self._hub_call)
         for training in (False, True):
             self.__call__.get_concrete_function(_id_specs(), training=training)
@@ -467,7 +468,7 @@ def next_version(model_dir: str) -> int:
 
 
 def model_card(source: ExportSource, precision: str, signatures: dict, jit_compile: bool,
-               version: int, name: str) -> dict:
+               version: int, name: str, text: bool = True) -> dict:
     """The `assets.extra/keras_bert.json` record of an export."""
     try:
         version_of_package = importlib.metadata.version("keras_bert")
@@ -482,7 +483,7 @@ def model_card(source: ExportSource, precision: str, signatures: dict, jit_compi
         "lower_case": source.tokenizer.lower_case,
         "max_seq_length": source.max_seq_length,
         "label_names": None if source.label_names is None else list(source.label_names),
-        "text_inputs": ["text", "text_pair"] if source.pair else ["text"],
+        "text_inputs": (["text", "text_pair"] if source.pair else ["text"]) if text else [],
         "precision": precision, "xla": jit_compile,
         "signatures": signatures,
         "export_time": datetime.datetime.now(datetime.timezone.utc).isoformat(
@@ -502,7 +503,7 @@ def _describe(fn) -> dict:
             "outputs": {k: spec(v) for k, v in sorted(fn.structured_outputs.items())}}
 
 
-def warmup_requests(source: ExportSource, model_name: str) -> list:
+def warmup_requests(source: ExportSource, model_name: str, text: bool = True) -> list:
     """TF Serving warmup records (`PredictionLog`s) for each signature at a few shapes."""
     import numpy as np
     from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
@@ -528,7 +529,7 @@ def warmup_requests(source: ExportSource, model_name: str) -> list:
                                 "input_mask": np.ones((batch, seq), np.int32),
                                 "input_type_ids": np.zeros((batch, seq), np.int32)})
     token = tok.vocabulary[word]
-    for batch, words in ((1, 8), (8, 40), (1, source.max_seq_length)):
+    for batch, words in ((1, 8), (8, 40), (1, source.max_seq_length)) if text else ():
         text = np.array([" ".join([token] * words)] * batch, dtype=object)
         inputs = {"text": text}
         if source.pair:
@@ -539,7 +540,7 @@ def warmup_requests(source: ExportSource, model_name: str) -> list:
 
 def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name: str,
                        precision: str = "float32", jit_compile: bool = False,
-                       warmup: bool = True) -> tuple[str, dict]:
+                       warmup: bool = True, text: bool = True) -> tuple[str, dict]:
     """Writes `source` to `output_dir/name/<next version>/`, atomically.
 
     Args:
@@ -550,6 +551,9 @@ def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name
         jit_compile: compile the model part of every signature with XLA.
         warmup: write `assets.extra/tf_serving_warmup_requests` (needs
             `tensorflow-serving-api`).
+        text: add the `serve_text` signature. Without it the SavedModel has no
+            tensorflow-text ops, for model servers built without them (the encoder's
+            preprocessor SavedModel is written either way).
 
     Returns:
         (the version directory, the model card).
@@ -560,12 +564,14 @@ def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name
     io.check_writable(model_dir, kind="directory", what="output_dir")
     if warmup:
         check_serving_api()
-    module = (_HubEncoder if source.kind == "encoder" else _ServingModule)(source, jit_compile)
-    signatures = {"serving_default": module.serve_ids.get_concrete_function(),
-                  "serve_text": module.serve_text.get_concrete_function()}
+    module = (_HubEncoder if source.kind == "encoder" else _ServingModule)(
+        source, jit_compile, text)
+    signatures = {"serving_default": module.serve_ids.get_concrete_function()}
+    if text:
+        signatures["serve_text"] = module.serve_text.get_concrete_function()
     version = next_version(model_dir)
     card = model_card(source, precision, {k: _describe(v) for k, v in signatures.items()},
-                      jit_compile, version, name)
+                      jit_compile, version, name, text)
 
     def write(directory):
         tf.saved_model.save(module, directory, signatures=signatures)
@@ -574,7 +580,7 @@ def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name
         io.write_json(os.path.join(extra, MODEL_CARD), card)
         if warmup:
             with tf.io.TFRecordWriter(os.path.join(extra, WARMUP_FILE)) as writer:
-                for log in warmup_requests(source, name):
+                for log in warmup_requests(source, name, text):
                     writer.write(log.SerializeToString())
         if source.kind == "encoder":
             tf.saved_model.save(

@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 "lower-case and strip accents; auto reads the checkpoint's "
                 "tokenizer_config.json, else assumes uncased (fine-tuned runs keep theirs)")
     add_boolean(parser, "xla", False, "compile the model part of the signatures with XLA")
+    add_boolean(parser, "serve_text", True,
+                "add the serve_text signature (raw strings; needs a model server with "
+                "tensorflow-text's ops); without it only serving_default (ids)")
     add_boolean(parser, "warmup", True,
                 "write assets.extra/tf_serving_warmup_requests (needs tensorflow-serving-api)")
 
@@ -87,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
             vocab_file=args.vocab_file, lower_case=args.do_lower_case)
         path, card = export.export_saved_model(
             source, args.output_dir, name, precision=args.precision, jit_compile=args.xla,
-            warmup=args.warmup)
+            warmup=args.warmup, text=args.serve_text)
     print(json.dumps(card, indent=2, sort_keys=True))
     print(f"Exported {card['kind']} to {path}")
     return 0

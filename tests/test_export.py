@@ -806,3 +806,38 @@ def test_real_minilm_checkpoint_export_matches_keras_in_a_clean_process(tmp_path
     pieces = [values[a:b].tolist() for a, b in zip(splits[:-1], splits[1:])]
     expected = _ragged_ref("minilm_uncased")
     assert not [i for i in range(len(INPUTS)) if pieces[i] != expected[i] and _comparable(i)]
+
+
+def test_ids_only_export_runs_without_tensorflow_text(exports, tmp_path, capsys):
+    """--noserve_text: only serving_default, and a graph free of tensorflow-text ops, so
+    a model server built without them loads it: saved_model_cli run works in a process
+    that never imports tensorflow_text."""
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    model, _, card = exports["classifier"]
+    path, ids_card = _export(capsys, card["source_checkpoint"], tmp_path, "ids_only",
+                             "--noserve_text")
+    assert set(ids_card["signatures"]) == {"serving_default"} and not ids_card["text_inputs"]
+    signatures = {prediction_log_pb2.PredictionLog.FromString(r.numpy()).predict_log.request
+                  .model_spec.signature_name for r in tf.data.TFRecordDataset(
+                      os.path.join(path, "assets.extra", "tf_serving_warmup_requests"))}
+    assert signatures == {"serving_default"}
+    ids = _random_ids(batch=1)
+    code = ("import sys; from tensorflow.python.tools import saved_model_cli; "
+            "sys.argv[0] = 'saved_model_cli'; saved_model_cli.main(); "
+            "assert 'tensorflow_text' not in sys.modules")
+    expr = ";".join(f"{k}={v.tolist()}" for k, v in ids.items())
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-I", "-c", code, "run", "--dir", path,
+                           "--tag_set", "serve", "--signature_def", "serving_default",
+                           "--input_exprs", expr], capture_output=True, text=True, env=env,
+                          cwd="/", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    import re
+
+    match = re.search(r"Result for output key probabilities:\s*\n\[\[(.*?)\]\]", proc.stdout,
+                      re.S)
+    assert match, proc.stdout[-2000:]
+    expected = np.asarray(tf.nn.softmax(model.predict_on_batch(ids)))[0]
+    np.testing.assert_allclose([float(x) for x in match.group(1).split()], expected,
+                               atol=1e-5)
