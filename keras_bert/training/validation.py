@@ -30,7 +30,8 @@ from keras_bert.data.tfrecords import (
     SIDECAR_PATTERN,
     check_shard_sizes,
 )
-from keras_bert.errors import ArgumentError, DataError, InputNotFoundError, MismatchError
+from keras_bert.errors import ArgumentError, DataError, MismatchError
+from keras_bert.tokenization import load_vocab
 
 logger = logging.getLogger("keras_bert")
 
@@ -320,7 +321,7 @@ def _source(config_source: str) -> str:
 
 
 def vocab_size_of(vocab_file: str) -> int:
-    """The number of tokens (lines) in a vocab.txt.
+    """The number of tokens in a vocab.txt, read (and checked) by `load_vocab`.
 
     Example:
 
@@ -330,19 +331,7 @@ def vocab_size_of(vocab_file: str) -> int:
     >>> vocab_size_of(str(path))
     3
     """
-    vocab_file = os.fspath(vocab_file)
-    if not io.exists(vocab_file):
-        raise InputNotFoundError(f"vocab_file {vocab_file!r} does not exist.")
-    if io.isdir(vocab_file):
-        raise InputNotFoundError(f"vocab_file {vocab_file!r} is a directory; give the "
-                                 "vocab.txt inside it.")
-    with io.open_file(vocab_file) as f:
-        return sum(1 for _ in f)
-
-
-def _tokens(vocab_file: str) -> list[str]:
-    with io.open_file(vocab_file) as f:
-        return [line.rstrip("\r\n") for line in f]
+    return len(load_vocab(vocab_file))
 
 
 def checkpoint_vocab_file(init_checkpoint: str) -> str | None:
@@ -424,7 +413,7 @@ def check_vocab(vocab_file: str | None, config: BertConfig,
                     "token ids would not match the vocab. Use the vocab.txt the data was "
                     "made with, or recreate the data with this one.")
     if len(vocabs) == 2 and vocabs[0].sha256 != vocabs[1].sha256 and (
-            _tokens(vocabs[0].path) != _tokens(vocabs[1].path)):
+            load_vocab(vocabs[0].path) != load_vocab(vocabs[1].path)):
         raise MismatchError(f"{vocabs[0]} differs from {vocabs[1]}; continue pretraining "
                             "with the vocab that came with the checkpoint.")
 
