@@ -153,7 +153,8 @@ def load_export_source(checkpoint: str | os.PathLike, precision: str = "float32"
         lower_case = checkpoint_lower_case(checkpoint)
     # Checked before the weights load.
     config = read_config(checkpoint)
-    check_vocab_matches(vocab_file, config.vocab_size, f"the checkpoint {checkpoint!r}")
+    check_vocab_matches(vocab_file, config.vocab_size, f"the checkpoint {checkpoint!r}",
+                        checkpoint=checkpoint)
     seq = _seq_length(max_seq_length or DEFAULT_SEQ_LENGTH, config,
                       explicit=max_seq_length is not None)
     tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)

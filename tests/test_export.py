@@ -494,6 +494,23 @@ def test_cli_bad_input_exits_2_with_one_line_and_writes_nothing(exports, tmp_pat
         assert not out.exists() or os.listdir(out) == []
 
 
+def test_cli_refuses_a_vocab_of_the_right_size_but_another_model(exports, tmp_path, capsys):
+    # Same size, other tokens: the ids would be silently wrong (issue 13's case 2).
+    checkpoint = exports["encoder"][2]["source_checkpoint"]
+    with open(os.path.join(checkpoint, "vocab.txt"), encoding="utf-8") as f:
+        tokens = f.read().splitlines()
+    last, before = len(tokens) - 1, len(tokens) - 2
+    tokens[last], tokens[before] = tokens[before], tokens[last]
+    foreign = tmp_path / "other_vocab.txt"
+    foreign.write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    code = main(["export", "--checkpoint", checkpoint, "--output_dir", str(out),
+                 "--vocab_file", str(foreign)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "other_vocab.txt" in err[0], err
+    assert not out.exists() or os.listdir(out) == []
+
+
 # --- warmup, saved_model_cli ---------------------------------------------------------------
 
 
