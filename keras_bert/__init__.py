@@ -11,6 +11,10 @@ The public API:
   `BertPreprocessor` (strings -> encoder inputs), `learn_vocab` (WordPiece vocab.txt).
 - `create_pretraining_data`, `pretraining_dataset` (keras_bert.data): masked-LM/NSP
   TFRecords and the tf.data reader that feeds `BertPretrainer`.
+- `Finetuning`, `FinetuneOptions`, `load_finetuned` (keras_bert.tasks.finetuning): the
+  paper's tasks fine-tuned through `model.fit`, scored with the official metrics.
+- `export_saved_model`, `load_export_source` (keras_bert.export): SavedModels for TF
+  Serving (`serving_default` ids, `serve_text` raw text) and TF Hub-style reuse.
 - `attention_maps`, `attention_summary`, `read_training_curves` (keras_bert.plotting):
   attention heat maps and training curves (drawing needs the `plot` extra, matplotlib).
 """
@@ -34,6 +38,8 @@ _EXPORTS = {
     "PRESETS": "keras_bert.config",
     "BertConfig": "keras_bert.config",
     "MaskedLmMasker": "keras_bert.data",
+    "export_saved_model": "keras_bert.export",
+    "load_export_source": "keras_bert.export",
     "PretrainingDataError": "keras_bert.data",
     "PretrainingDataOptions": "keras_bert.data",
     "create_pretraining_data": "keras_bert.data",
@@ -55,6 +61,9 @@ _EXPORTS = {
     "VocabularyWarning": "keras_bert.tokenization",
     "basic_tokenize": "keras_bert.tokenization",
     "load_vocab": "keras_bert.tokenization",
+    "FinetuneOptions": "keras_bert.tasks.finetuning",
+    "Finetuning": "keras_bert.tasks.finetuning",
+    "load_finetuned": "keras_bert.tasks.finetuning",
     "Pretraining": "keras_bert.training",
     "PretrainingOptions": "keras_bert.training",
     "run_pretraining": "keras_bert.training",
