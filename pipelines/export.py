@@ -21,8 +21,9 @@ import argparse
 import json
 import os
 import re
+import warnings
 
-from keras_bert.errors import InputNotFoundError
+from keras_bert.errors import ArgumentError, InputNotFoundError
 from keras_bert.pipelines.flags import (
     add_boolean,
     library_logging,
@@ -57,8 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_boolean(parser, "serve_text", True,
                 "add the serve_text signature (raw strings; needs a model server with "
                 "tensorflow-text's ops); without it only serving_default (ids)")
-    add_boolean(parser, "warmup", True,
-                "write assets.extra/tf_serving_warmup_requests (needs tensorflow-serving-api)")
+    add_boolean(parser, "warmup", None,
+                "write assets.extra/tf_serving_warmup_requests (needs tensorflow-serving-api, "
+                "the `export` extra); auto writes it when that is installed and says so when "
+                "it is not")
 
 
 def default_name(checkpoint: str) -> str:
@@ -82,7 +85,17 @@ def run(args: argparse.Namespace) -> int:
     name = export.check_name(args.name or default_name(checkpoint))
     require_output_directory(args.output_dir, "--output_dir")
     require_output_directory(os.path.join(args.output_dir, name), "--output_dir/--name")
-    if args.warmup:
+    warmup = args.warmup
+    if warmup is None:
+        try:
+            export.check_serving_api()
+            warmup = True
+        except ArgumentError:
+            warmup = False
+            warnings.warn("no TF Serving warmup file: it needs tensorflow-serving-api "
+                          "(pip install 'keras_bert[export]'); the export works without it.",
+                          stacklevel=2)
+    elif warmup:
         export.check_serving_api()
     with library_logging():
         source = export.load_export_source(
@@ -90,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             vocab_file=args.vocab_file, lower_case=args.do_lower_case)
         path, card = export.export_saved_model(
             source, args.output_dir, name, precision=args.precision, jit_compile=args.xla,
-            warmup=args.warmup, text=args.serve_text)
+            warmup=warmup, text=args.serve_text)
     print(json.dumps(card, indent=2, sort_keys=True))
     print(f"Exported {card['kind']} to {path}")
     return 0

@@ -511,6 +511,28 @@ def test_cli_refuses_a_vocab_of_the_right_size_but_another_model(exports, tmp_pa
     assert not out.exists() or os.listdir(out) == []
 
 
+def test_without_serving_api_the_export_skips_warmup_unless_asked(exports, tmp_path, capsys,
+                                                                   monkeypatch):
+    # A plain `pip install keras_bert` has no tensorflow-serving-api: the default export
+    # still works and says what it left out; an explicit --warmup is a usage error.
+    monkeypatch.setitem(sys.modules, "tensorflow_serving.apis.prediction_log_pb2", None)
+    checkpoint = exports["regression"][2]["source_checkpoint"]
+    out = tmp_path / "out"
+    # (The command prints warnings as one stderr line; pytest records them instead.)
+    with pytest.warns(UserWarning, match="tensorflow-serving-api"):
+        code = main(["export", "--checkpoint", checkpoint, "--output_dir", str(out),
+                     "--name", "stsb", "--noserve_text"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert os.path.isfile(out / "stsb" / "1" / "saved_model.pb")
+    assert not os.path.exists(out / "stsb" / "1" / "assets.extra" / "tf_serving_warmup_requests")
+    code = main(["export", "--checkpoint", checkpoint, "--output_dir", str(out),
+                 "--name", "stsb", "--warmup"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "tensorflow-serving-api" in err[0], err
+    assert sorted(os.listdir(out / "stsb")) == ["1"]
+
+
 # --- warmup, saved_model_cli ---------------------------------------------------------------
 
 
