@@ -41,7 +41,11 @@ def build_parser():
     from keras_bert.pipelines import flags
 
     parser = flags.ArgumentParser(
-        prog="keras-bert", description="BERT for TensorFlow/Keras: data, training, export.")
+        prog="keras-bert", description="BERT for TensorFlow/Keras: data, training, export.",
+        epilog="Every command takes --help (with an example), --quiet, --json, --debug, "
+               "and @FILE to read more arguments from FILE, one a line. Exit codes: 0 ok, "
+               "2 bad usage or bad input, 1 failure.\n\nExample:\n\n    keras-bert demo",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND",
                                 parser_class=flags.ArgumentParser)
     for name, (module_name, help_text) in COMMANDS.items():
@@ -55,6 +59,7 @@ def build_parser():
         p = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
+        flags.add_output_flags(p)
         flags.add_debug(p)
         p.set_defaults(_run=module.run, _prog=f"keras-bert {name}")
     return parser

@@ -2,6 +2,9 @@
 the library's dataclasses, checks of paths and numbers before any work, and one rule
 for exit codes.
 
+Output: `--quiet` (results and errors only) and `--json` (stdout holds JSON objects,
+one a line; see `Output` and `emit`) work the same on every subcommand.
+
 Exit codes: 0 success; 2 a user mistake (bad flag, missing or unusable file, data or
 checkpoints that do not fit together), reported as one line on stderr that names the
 thing and says what to do; 1 a real failure, reported as one short line (the traceback
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import shutil
@@ -34,7 +38,20 @@ EXIT_TERMINATED = 143
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (exit 2) that points to --help."""
+    """argparse, but a usage error is one line on stderr (exit 2) that points to --help,
+    and `@FILE` arguments read more arguments from FILE (one a line, argparse's
+    `fromfile_prefix_chars`), for flags too long for a command line."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("fromfile_prefix_chars", "@")
+        super().__init__(*args, **kwargs)
+
+    def _read_args_from_files(self, arg_strings):
+        try:
+            return super()._read_args_from_files(arg_strings)
+        except OSError as e:  # argparse's own message is "[Errno 2] ..." without context
+            self.error(f"cannot read the arguments file {e.filename!r}: "
+                       f"{e.strerror or e}")
 
     def error(self, message):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -208,19 +225,102 @@ def library_logging():
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_MessageFormatter())
     logger = logging.getLogger("keras_bert")
-    previous_level = logger.level
+    previous_level, previous_propagate = logger.level, logger.propagate
+    logger.propagate = False  # shown once, by this handler, whatever the root logger has
     logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    logger.setLevel(logging.INFO if OUTPUT.mode == "text" else logging.WARNING)
     try:
         yield
     finally:
         logger.removeHandler(handler)
         logger.setLevel(previous_level)
+        logger.propagate = previous_propagate
 
 
 def add_debug(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", default=False,
-                        help="on a failure, print the full traceback")
+                        help="on a failure, print the full traceback (and TensorFlow's "
+                             "start-up log)")
+
+
+# --- how a command reports: text (default), --quiet or --json ----------------------------
+
+class Output:
+    """How the running command reports. `mode` is "text" (progress bars and progress
+    lines), "quiet" (results and errors only) or "json" (stdout holds only JSON objects,
+    one a line; the human-readable text goes to stderr). `stream` is where JSON lines
+    go: the real stdout."""
+
+    def __init__(self):
+        self.mode = "text"
+        self.command = None
+        self.stream = sys.stdout
+
+
+OUTPUT = Output()
+
+
+def add_output_flags(parser: argparse.ArgumentParser) -> None:
+    """`--quiet` and `--json`, the same on every subcommand (see `Output`)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--quiet", action="store_true", default=False,
+                       help="no progress bars or progress lines: only results and errors")
+    group.add_argument("--json", action="store_true", default=False,
+                       help="machine-readable: stdout holds only JSON objects, one a line "
+                            '({"event": "progress"|"result"|"error", "command": ..., ...}); '
+                            "the human-readable text goes to stderr")
+
+
+def say(text: str = "") -> None:
+    """A progress line (not a result): shown in text mode only."""
+    if OUTPUT.mode == "text":
+        print(text, flush=True)
+
+
+def emit(event: str, **fields) -> None:
+    """With --json, writes `{"event": event, "command": ..., **fields}` as one line to
+    stdout; otherwise nothing. `event` is "progress" (work under way: a stage, a
+    training step or epoch), "result" (the command's outcome) or "error"."""
+    if OUTPUT.mode != "json":
+        return
+    record = {"event": event, "command": OUTPUT.command, **fields}
+    OUTPUT.stream.write(json.dumps(record, default=_json_default) + "\n")
+    OUTPUT.stream.flush()
+
+
+def _json_default(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def json_progress_callback(what: str, total_steps: int | None = None, every: int = 1,
+                           initial_step: int = 0):
+    """A Keras callback that `emit`s a progress event every `every` training steps and
+    at each epoch's end (`what`: "pretrain", "finetune", ...), with the step (counted
+    from `initial_step`, where a resumed run starts), the total and the latest logs
+    (loss, accuracies). None unless --json is on."""
+    if OUTPUT.mode != "json":
+        return None
+    import keras
+
+    class JsonProgress(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.step = initial_step
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.step += 1
+            if self.step % every == 0 or self.step == total_steps:
+                emit("progress", stage=what, step=self.step, total_steps=total_steps,
+                     **{k: float(v) for k, v in (logs or {}).items()})
+
+        def on_epoch_end(self, epoch, logs=None):
+            emit("progress", stage=what, epoch=epoch + 1, step=self.step,
+                 **{k: float(v) for k, v in (logs or {}).items()})
+
+    return JsonProgress()
 
 
 _USER_MISTAKES = (UserInputError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
@@ -237,10 +337,25 @@ def run_command(prog: str, run: Callable[[argparse.Namespace], int | None],
     if not debug:
         warnings.formatwarning = (
             lambda message, category, *_: f"{prog}: warning: {' '.join(str(message).split())}\n")
+    mode = "json" if getattr(args, "json", False) else (
+        "quiet" if getattr(args, "quiet", False) else "text")
+    previous_output = (OUTPUT.mode, OUTPUT.command, OUTPUT.stream)
+    OUTPUT.mode, OUTPUT.command, OUTPUT.stream = mode, prog.split()[-1], sys.stdout
+    if mode != "text" and getattr(args, "progress", None) is not None:
+        args.progress = False  # --quiet and --json draw no progress bars
     try:
-        return _run(prog, run, args)
+        if mode != "json":
+            return _run(prog, run, args)
+        # stdout is for JSON lines only: what the command prints for people goes to
+        # stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            code = _run(prog, run, args)
+        if code == EXIT_OK:
+            emit("result", exit_code=code)
+        return code
     finally:
         warnings.formatwarning = previous_format
+        OUTPUT.mode, OUTPUT.command, OUTPUT.stream = previous_output
 
 
 # The output flags every subcommand spells alike, checked before the subcommand runs:
@@ -263,8 +378,10 @@ def _run(prog: str, run: Callable[[argparse.Namespace], int | None],
         if getattr(args, "debug", False):
             traceback.print_exc()
         print(f"{prog}: error: {_one_line(e)}", file=sys.stderr)
+        emit("error", exit_code=EXIT_USAGE, message=_one_line(e))
         return EXIT_USAGE
     except Exception as e:  # the last line of defence; --debug shows the traceback
+        emit("error", exit_code=EXIT_FAILURE, message=f"{type(e).__name__}: {_one_line(e)}")
         if getattr(args, "debug", False):
             traceback.print_exc()
             return EXIT_FAILURE

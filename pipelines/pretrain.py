@@ -25,6 +25,7 @@ import os
 from keras_bert.errors import ArgumentError, MismatchError
 from keras_bert.pipelines.flags import (
     add_boolean,
+    json_progress_callback,
     library_logging,
     nonnegative_float,
     nonnegative_int,
@@ -123,7 +124,11 @@ def run(args: argparse.Namespace) -> int:
                                 .replace("overwrite=True", "--overwrite")) from None
         except ConnectionError as e:  # an unreachable --tpu is the user's address to fix
             raise ArgumentError(str(e), field="tpu") from None
-        metrics = pretraining.fit()
+        # --json: a progress event per logging window (and the last step).
+        progress = json_progress_callback("pretrain", pretraining.total_steps,
+                                          every=max(1, args.log_steps),
+                                          initial_step=pretraining.start_step)
+        metrics = pretraining.fit(callbacks=[progress] if progress else [])
     if metrics.get("preempted"):
         signal = metrics.get("signal", "SIGTERM")
         print(f"Stopped by {signal} at step {metrics['step']}; saved {metrics['checkpoint']}. "

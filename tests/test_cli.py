@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -96,3 +97,104 @@ def test_encode_says_when_it_truncates(capsys):
                    "were truncated (the longest has 42)"]
     assert main(["encode", "short one", long, "--max_seq_length", "42", "--noprogress"]) == 0
     assert capsys.readouterr().err == ""
+
+
+# --- one coherent command line: help, @args files, --quiet, --json, exit codes ----------
+
+SUBCOMMANDS = ("vocab", "create-pretraining-data", "pretrain", "finetune", "evaluate",
+               "predict", "encode", "export", "attention", "plot", "demo")
+
+
+def test_every_subcommand_has_help_with_an_example_and_the_shared_flags(capsys):
+    assert set(SUBCOMMANDS) <= set(COMMANDS)
+    for name in COMMANDS:
+        try:
+            main([name, "--help"])
+        except SystemExit as e:
+            assert e.code == 0, name
+        text = capsys.readouterr().out
+        assert "Example" in text, name
+        for flag in ("--quiet", "--json", "--debug"):
+            assert flag in text, (name, flag)
+
+
+def test_bad_usage_is_exit_2_with_one_line(capsys):
+    for argv in (["no-such-command"], ["pretrain", "--num_train_steps", "many"],
+                 ["demo", "--no_such_flag"], ["vocab", "--quiet", "--json",
+                                              "--input_file", "x", "--output_file", "y"]):
+        try:
+            code = main(argv)
+        except SystemExit as e:
+            code = e.code
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2, argv
+        assert len(err) == 1 and "error:" in err[0], (argv, err)
+
+
+def test_a_missing_input_file_is_named(tmp_path, capsys):
+    missing = str(tmp_path / "no_corpus.txt")
+    for argv in (["vocab", "--input_file", missing, "--output_file", str(tmp_path / "v.txt")],
+                 ["create-pretraining-data", "--input_file", missing, "--output_dir",
+                  str(tmp_path / "data"), "--vocab_file", str(tmp_path / "vocab.txt")],
+                 ["plot", str(tmp_path / "no_run")]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and (missing in err[0] or "no_run" in err[0] or
+                                  "vocab.txt" in err[0]), (argv, err)
+
+
+CORPUS = ("The quick brown fox jumps over the lazy dog.\n"
+          "A lazy dog sleeps in the warm sun all day long.\n") * 30
+
+
+def _vocab_args(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(CORPUS)
+    return ["--input_file", str(corpus), "--output_file", str(tmp_path / "vocab.txt"),
+            "--vocab_size", "120", "--num_unused", "3", "--min_count", "1"]
+
+
+def test_arguments_from_a_file(tmp_path, capsys):
+    args_file = tmp_path / "args.txt"
+    args_file.write_text("\n".join(_vocab_args(tmp_path)) + "\n")
+    assert main(["vocab", f"@{args_file}", "--noprogress"]) == 0
+    assert "Wrote 120 tokens" in capsys.readouterr().out
+    # An unreadable arguments file is a usage error naming it.
+    try:
+        code = main(["vocab", f"@{tmp_path / 'missing_args.txt'}"])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2 and "missing_args.txt" in err and len(err.strip().splitlines()) == 1
+
+
+def test_quiet_prints_results_only(tmp_path, capsys):
+    assert main(["vocab", *_vocab_args(tmp_path), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert "Wrote 120 tokens" in captured.out
+    assert captured.err == ""  # no progress bar, no progress messages
+
+
+def test_json_stdout_holds_only_json_lines(tmp_path):
+    # In a subprocess, as a script consuming the output would run it.
+    proc = subprocess.run(
+        [sys.executable, "-m", "keras_bert", "vocab", *_vocab_args(tmp_path), "--json"],
+        capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert events[-1] == {"event": "result", "command": "vocab", "exit_code": 0}
+    assert "Wrote 120 tokens" in proc.stderr  # the human-readable text
+    proc = subprocess.run(
+        [sys.executable, "-m", "keras_bert", "plot", str(tmp_path / "no_run"), "--json"],
+        capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 2
+    [event] = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert event["event"] == "error" and event["exit_code"] == 2
+    assert "no_run" in event["message"]
+
+
+def test_python_dash_m_runs_subcommands_like_keras_bert():
+    proc = subprocess.run([sys.executable, "-m", "keras_bert", "demo", "--help"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0 and "keras-bert demo" in proc.stdout
+    assert "Example" in proc.stdout and proc.stderr == ""
