@@ -771,9 +771,13 @@ def _run(args: argparse.Namespace, settings: DemoSettings, out: str) -> int:
                 finetuned[init] = json.load(f)
             continue
         say(f"  from the {init.replace('_', ' ')} encoder ({checkpoint}):")
-        finetuned[init] = Finetuning(task, paths["task_data"], target, checkpoint=checkpoint,
-                                     options=finetune_options, overwrite=True,
-                                     progress=args.progress).run()
+        finetuning = Finetuning(task, paths["task_data"], target, checkpoint=checkpoint,
+                                options=finetune_options, overwrite=True,
+                                progress=args.progress)
+        steps = finetuning.steps_per_epoch()
+        callback = json_progress_callback(
+            f"finetune {init}", round(steps * settings.finetune_epochs), every=steps)
+        finetuned[init] = finetuning.run(callbacks=[callback] if callback else [])
         emit("progress", stage="finetune", init=init,
              accuracy=float(finetuned[init]["accuracy"]))
     task_examples_count = {"train": c["task_train_examples"], "dev": c["task_dev_examples"]}

@@ -26,6 +26,7 @@ import os
 
 from keras_bert.pipelines.flags import (
     add_boolean,
+    json_progress_callback,
     library_logging,
     nonnegative_float,
     options_from_args,
@@ -114,7 +115,11 @@ def run(args: argparse.Namespace) -> int:
             preset=args.preset, options=options, vocab_file=args.vocab_file,
             lower_case=args.do_lower_case, overwrite=args.overwrite, progress=args.progress,
             tfds=args.tfds, tfds_data_dir=args.tfds_data_dir)
-        metrics = finetuning.run()
+        # --json: a progress event per epoch (with the dev metrics as val_*).
+        progress = json_progress_callback(
+            "finetune", round(finetuning.steps_per_epoch() * options.num_train_epochs),
+            every=50)
+        metrics = finetuning.run(callbacks=[progress] if progress else [])
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()
                       if k in finetuning.task.metric_names)
     print(f"{args.task} dev: {shown} (seed {metrics['seed']}, {metrics['train_seconds']:.0f} s)")

@@ -198,3 +198,22 @@ def test_python_dash_m_runs_subcommands_like_keras_bert():
                           capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 0 and "keras-bert demo" in proc.stdout
     assert "Example" in proc.stdout and proc.stderr == ""
+
+
+def test_finetune_json_progress_per_epoch_and_tensorboard_logs(tmp_path):
+    out = tmp_path / "stsb"
+    vocab = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
+    proc = subprocess.run(
+        [sys.executable, "-m", "keras_bert", "finetune", "--task", "stsb", "--data_dir",
+         os.path.join(REPO, "tests", "data", "tasks", "glue", "STS-B"), "--output_dir",
+         str(out), "--preset", "tiny", "--vocab_file", vocab, "--do_lower_case=false",
+         "--max_seq_length", "32", "--num_train_epochs", "2", "--train_batch_size", "8",
+         "--json"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    epochs = [e for e in events if e["event"] == "progress" and "epoch" in e]
+    assert [e["epoch"] for e in epochs] == [1, 2]
+    assert all(e["command"] == "finetune" and "val_spearmanr" in e for e in epochs)
+    assert events[-1]["event"] == "result"
+    for split in ("train", "validation"):
+        assert os.listdir(out / "logs" / split), split

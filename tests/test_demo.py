@@ -91,6 +91,16 @@ def _records(pattern):
     return {k: np.concatenate([b[k].numpy() for b in batches]) for k in spec}
 
 
+def _event_tags(directory):
+    files = glob.glob(os.path.join(directory, "events.out.tfevents.*"))
+    assert files, directory
+    tags = set()
+    for record in tf.data.TFRecordDataset(files):
+        event = tf.compat.v1.Event.FromString(record.numpy())
+        tags.update(value.tag for value in event.summary.value)
+    return tags
+
+
 def test_demo_end_to_end(tmp_path):
     out, saved = tmp_path / "demo", tmp_path / "saved_models"
     proc = subprocess.run(
@@ -166,6 +176,18 @@ def test_demo_end_to_end(tmp_path):
     for init in ("pretrained_accuracy", "random_init_accuracy"):
         assert 0 <= finetune[init] <= 1
     assert [r["label"] in labels for r in metrics["serve_text"]] == [True, True]
+    # Fine-tuning wrote TensorBoard logs (train loss, dev accuracy per epoch) and a JSON
+    # progress event per epoch.
+    for init in ("finetune_pretrained", "finetune_random"):
+        tags = {split: _event_tags(os.path.join(paths[init], "logs", split))
+                for split in ("train", "validation")}
+        assert "epoch_loss" in tags["train"] and "epoch_accuracy" in tags["validation"], tags
+    epochs = [e for e in events if e.get("stage") == "finetune pretrained" and "epoch" in e]
+    assert [e["epoch"] for e in epochs] == [1, 2, 3]
+    history = json.loads(open(os.path.join(paths["finetune_pretrained"],
+                                           "finetune_config.json")).read())["history"]
+    assert [e["val_accuracy"] for e in epochs] == [h["dev"]["dev"]["accuracy"]
+                                                   for h in history]
 
     # A rerun with other settings is refused before any work.
     proc = subprocess.run(

@@ -278,7 +278,8 @@ class Finetuning:
         kwargs = {"feature_based": True} if self.options.feature_based else {}
         return self.task.build_model(encoder, **kwargs)
 
-    def _train_once(self, seed: int, restart: int) -> tuple[keras.Model, dict, list]:
+    def _train_once(self, seed: int, restart: int, callbacks=(), log_dir: str | None = None
+                    ) -> tuple[keras.Model, dict, list]:
         options = self.options
         model = self._build(seed)
         steps = self.steps_per_epoch()
@@ -293,8 +294,13 @@ class Finetuning:
                                   group_by_length=options.group_by_length).take(total)
         history = []
         scorer = _DevScore(self, restart, history)
-        # Keras's progress bar first, so that it ends its line before the epoch summary.
-        callbacks = [keras.callbacks.ProgbarLogger(), scorer] if self.progress else [scorer]
+        # Keras's progress bar first, so that it ends its line before the epoch summary;
+        # TensorBoard after the scorer, which adds the dev metrics to the epoch's logs.
+        callbacks = ([keras.callbacks.ProgbarLogger()] if self.progress else []) + [
+            scorer, *callbacks]
+        if log_dir:
+            callbacks.append(keras.callbacks.TensorBoard(log_dir, write_graph=False,
+                                                         profile_batch=0))
         with warnings.catch_warnings():
             # Span, tagging and feature-based models do not use the encoder's pooler, so
             # its two variables get no gradient: expected, not the missing loss Keras's
@@ -306,16 +312,29 @@ class Finetuning:
         self.fit_seconds = scorer.fit_seconds
         return model, scorer.last, history
 
-    def run(self) -> dict:
+    def run(self, callbacks=()) -> dict:
         """Trains (`num_restarts` times), keeps the best run on the first dev split's
-        main metric, and writes `output_dir`. Returns the metrics written to
-        metrics.json."""
+        main metric, and writes `output_dir`, with TensorBoard logs of every restart in
+        `logs/` (train/ and validation/: the training loss and the dev metrics per
+        epoch). `callbacks` are further Keras callbacks for `fit`. Returns the metrics
+        written to metrics.json."""
+        # The logs are written beside the run until it is complete, then moved in.
+        logs = io.temporary_path(self.output_dir + "_logs")
+        try:
+            return self._run(callbacks, logs)
+        finally:
+            shutil.rmtree(logs, ignore_errors=True)
+
+    def _run(self, callbacks, logs: str) -> dict:
         started = time.monotonic()
         best = None
         history = []  # every restart's epochs, so that the choice can be checked
         for restart in range(self.options.num_restarts):
             seed = self.options.seed + restart
-            model, results, restart_history = self._train_once(seed, restart)
+            log_dir = (logs if self.options.num_restarts == 1
+                       else os.path.join(logs, f"restart_{restart + 1}"))
+            model, results, restart_history = self._train_once(seed, restart, callbacks,
+                                                               log_dir)
             history += restart_history
             score = results[self.dev[0].name]["metrics"][self.task.main_metric]
             if math.isnan(score):  # e.g. a correlation of constant predictions
@@ -352,6 +371,8 @@ class Finetuning:
                                             os.path.join(directory,
                                                          prediction_file(self.task, split.name)))
             io.write_json(os.path.join(directory, METRICS_FILE), metrics)
+            if os.path.isdir(logs):
+                shutil.copytree(logs, os.path.join(directory, "logs"))
 
         io.atomic_directory(self.output_dir, write, overwrite=self.overwrite)
         return metrics
@@ -424,6 +445,8 @@ class _DevScore(keras.callbacks.Callback):
                  "fit_seconds": round(self.fit_seconds, 1),
                  "dev": {name: r["metrics"] for name, r in results.items()}}
         self.history.append(entry)
+        if logs is not None:  # for TensorBoard, as Keras names validation metrics
+            logs.update({f"val_{k}": v for k, v in main.items() if isinstance(v, float)})
         shown = ", ".join(f"{k} {v:.4f}" for k, v in main.items()
                           if isinstance(v, float) and k in run.task.metric_names)
         print(f"{run.task.name} epoch {epoch + 1}"
