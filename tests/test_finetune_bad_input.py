@@ -215,13 +215,15 @@ def test_output_dir_holding_another_run_is_left_as_it_was(tmp_path, capsys):
     data = os.path.join(TASK_DATA, "glue", "MNLI")
     out = tmp_path / "run"
     assert main(_finetune("mnli", data, out, "--num_train_epochs", "0.5")) == 0
-    before = {name: (out / name).read_bytes() for name in os.listdir(out)}
+    before = {name: (out / name).read_bytes() for name in os.listdir(out)
+              if (out / name).is_file()}
     # Another run (other settings) into the same directory: refused up front, and the
     # first run's files are untouched; --overwrite replaces it once the new one is done.
     code, err, lines = _run(_finetune("mnli", data, out, "--learning_rate", "1e-4"), capsys)
     assert code == 2 and len(lines) == 1, err
     assert str(out) in lines[0] and "another fine-tuning run" in lines[0]
-    assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before
+    assert {name: (out / name).read_bytes() for name in os.listdir(out)
+            if (out / name).is_file()} == before
     assert not [n for n in os.listdir(tmp_path) if n != "run"], "no temporary left"
     assert main(_finetune("mnli", data, out, "--learning_rate", "1e-4", "--overwrite")) == 0
     record = json.loads((out / "finetune_config.json").read_text())

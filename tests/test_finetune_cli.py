@@ -39,8 +39,9 @@ def test_glue_mnli_both_dev_splits_and_submission_files(tmp_path, capsys):
     metrics = _finetune("mnli", data, out)
     assert 0 <= metrics["accuracy"] <= 1 and 0 <= metrics["dev_mismatched"]["accuracy"] <= 1
     assert "mnli dev: accuracy" in capsys.readouterr().out
-    assert sorted(os.listdir(out)) == ["finetune_config.json", "metrics.json", "mnli-mm.tsv",
-                                       "mnli.tsv", "model.keras", "vocab.txt"]
+    assert sorted(os.listdir(out)) == ["finetune_config.json", "logs", "metrics.json",
+                                       "mnli-mm.tsv", "mnli.tsv", "model.keras", "vocab.txt"]
+    assert sorted(os.listdir(out / "logs")) == ["train", "validation"]  # TensorBoard
     rows = _tsv(out / "mnli.tsv")
     with open(os.path.join(data, "dev_matched.tsv"), encoding="utf-8") as f:
         dev_rows = sum(1 for _ in f) - 1
