@@ -480,7 +480,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="pretraining sequences per step (default: %(default)s)")
     add("--task_examples_per_class", type=positive_int,
         default=defaults.task_examples_per_class,
-        help="derived task: training sentences per library (half as many held out) "
+        help="derived task: training sentences per library (at most half as many held "
+             "out) "
              "(default: %(default)s)")
     add("--finetune_epochs", type=positive_float, default=defaults.finetune_epochs,
         help="derived task: fine-tuning epochs, the same for both initialisations "
