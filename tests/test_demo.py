@@ -171,6 +171,10 @@ def test_demo_end_to_end(tmp_path):
     finetune = metrics["finetune"]
     labels = ["stdlib", "numpy", "tensorflow", "keras"]
     assert finetune["labels"] == labels
+    # The fine-tuned run opens by its task name, as `keras-bert export` opens it.
+    from keras_bert.tasks.finetuning import load_finetuned
+
+    assert list(load_finetuned(paths["finetune_pretrained"]).task.labels) == labels
     dev = LibraryTask(labels).read_examples(os.path.join(paths["task_data"], "dev.tsv"))
     assert finetune["dev_examples"] == len(dev) and finetune["majority_class_accuracy"] == 0.25
     for init in ("pretrained_accuracy", "random_init_accuracy"):

@@ -50,6 +50,14 @@ class LibraryTask(GlueTask):
         self.metric_names = ("accuracy",)
         self.main_metric = "accuracy"
 
+    @classmethod
+    def saved(cls) -> LibraryTask:
+        """The task of a saved run, before `restore` gives it the run's labels (how
+        `get_task("library")` opens a demo run for `load_finetuned` and export)."""
+        task = cls(("", " "))
+        task.labels = ()
+        return task
+
     def __repr__(self):
         return f"LibraryTask({list(self.labels)!r})"
 

@@ -40,5 +40,9 @@ def get_task(name: str) -> Task:
         from keras_bert.tasks.multiple_choice import SwagTask
 
         return SwagTask()
+    if name == "library":  # the demo's derived task: only saved runs are opened by name
+        from keras_bert.tasks.library import LibraryTask
+
+        return LibraryTask.saved()
     raise ArgumentError(f"unknown task {name!r}; choose one of {', '.join(TASK_NAMES)}.",
                         field="task")
