@@ -113,14 +113,26 @@ def _torch_variants(checkpoint: str, threads: int, shapes, vocab: int, workdir: 
         _emit({"system": "onnxruntime", "skipped": f"not installed ({e})"})
         return variants
     path = os.path.join(workdir, "bert.onnx")
+    class ByKeyword(torch.nn.Module):
+        # transformers' BertModel.forward does not take these three positionally.
+        def __init__(self, bert):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            out = self.bert(input_ids=input_ids, attention_mask=attention_mask,
+                            token_type_ids=token_type_ids)
+            return out.last_hidden_state, out.pooler_output
+
     example = tuple(torch.ones((1, 8), dtype=torch.int64) for _ in range(3))
     axes = {0: "batch", 1: "seq"}
-    torch.onnx.export(model, example, path,
+    torch.onnx.export(ByKeyword(model).eval(), example, path,
                       input_names=["input_ids", "attention_mask", "token_type_ids"],
                       output_names=["last_hidden_state", "pooler_output"],
                       dynamic_axes={n: axes for n in ("input_ids", "attention_mask",
                                                       "token_type_ids", "last_hidden_state")},
-                      opset_version=17)
+                      opset_version=17, dynamo=False)  # the TorchScript exporter: takes
+    # dynamic_axes as written and needs no onnxscript
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
