@@ -23,6 +23,8 @@ EXTRAS = {
     "hub": ["tensorflow-hub>=0.16.1", "tf-keras~=2.20.0"],
     # Attention heat maps and training curves (keras_bert.plotting; attention and plot).
     "plot": ["matplotlib"],
+    # Everything `keras-bert demo` shows: its pictures and the export's warmup file.
+    "demo": ["matplotlib", "tensorflow-serving-api~=2.20.0"],
     # TF2 reference implementation: interop and parity tests.
     "official": ["tf-models-official~=2.20.0"],
     # Hugging Face datasets/tokenizers for optional comparisons (no torch).
