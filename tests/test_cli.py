@@ -217,3 +217,18 @@ def test_finetune_json_progress_per_epoch_and_tensorboard_logs(tmp_path):
     assert events[-1]["event"] == "result"
     for split in ("train", "validation"):
         assert os.listdir(out / "logs" / split), split
+
+
+def test_finetune_quiet_prints_the_result_only(tmp_path):
+    # --quiet: no progress bars and no per-epoch lines, only the dev result.
+    vocab = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
+    proc = subprocess.run(
+        [sys.executable, "-m", "keras_bert", "finetune", "--task", "stsb", "--data_dir",
+         os.path.join(REPO, "tests", "data", "tasks", "glue", "STS-B"), "--output_dir",
+         str(tmp_path / "stsb"), "--preset", "tiny", "--vocab_file", vocab,
+         "--do_lower_case=false", "--max_seq_length", "32", "--num_train_epochs", "2",
+         "--train_batch_size", "8", "--quiet"], capture_output=True, text=True, cwd=REPO,
+        timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[0].startswith("stsb dev: "), proc.stdout
+    assert "epoch" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr

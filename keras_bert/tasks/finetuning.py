@@ -447,6 +447,8 @@ class _DevScore(keras.callbacks.Callback):
         self.history.append(entry)
         if logs is not None:  # for TensorBoard, as Keras names validation metrics
             logs.update({f"val_{k}": v for k, v in main.items() if isinstance(v, float)})
+        if not run.progress:  # quiet: the caller reports (the CLI's --quiet and --json)
+            return
         shown = ", ".join(f"{k} {v:.4f}" for k, v in main.items()
                           if isinstance(v, float) and k in run.task.metric_names)
         print(f"{run.task.name} epoch {epoch + 1}"
