@@ -1,10 +1,10 @@
 """Draw a BERT model's attention on one text (or text pair) as heat maps.
 
 --model is any checkpoint `keras-bert encode` loads (a Hugging Face directory, a Google
-checkpoint, a keras_bert directory such as a `keras-bert pretrain` output) or the
-output directory of `keras-bert finetune` (its fine-tuned encoder). The input is packed
-as `[CLS] text [SEP] (pair [SEP])` and run without padding, so the maps cover only the
-real tokens.
+TF1 or tf-models-official TF2 checkpoint, a keras_bert directory such as a `keras-bert
+pretrain` output) or the output directory of `keras-bert finetune` (its fine-tuned
+encoder). The input is packed as `[CLS] text [SEP] (pair [SEP])` and run without
+padding, so the maps cover only the real tokens.
 
 Writes into --output_dir:
 
@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("text", nargs="?", help="the text (segment A)")
     parser.add_argument("--pair", help="a second text (segment B)")
     parser.add_argument("--model", required=True,
-                        help="checkpoint (Hugging Face dir, Google checkpoint, keras_bert dir) "
+                        help="checkpoint (Hugging Face dir, Google TF1 or tf-models-official TF2 "
+                        "checkpoint, keras_bert dir) "
                         "or a `keras-bert finetune` output directory")
     parser.add_argument("--output_dir", default="attention",
                         help="where the PNGs and the summary go (default: %(default)s)")

@@ -30,8 +30,9 @@ from keras_bert.pipelines.flags import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sentences", nargs="*", help="sentences to embed")
     parser.add_argument("--input_file", help="a text file with one sentence per line")
-    parser.add_argument("--model", help="checkpoint: Hugging Face dir, Google checkpoint or "
-                        "keras_bert dir (default: the installed MiniLM-L6-H384)")
+    parser.add_argument("--model", help="checkpoint: Hugging Face dir, Google TF1 or "
+                        "tf-models-official TF2 checkpoint, or keras_bert dir (default: "
+                        "the installed MiniLM-L6-H384)")
     parser.add_argument("--vocab_file", help="vocab.txt (default: the one beside the model)")
     add_boolean(parser, "do_lower_case", None,
                 "lower-case and strip accents; auto reads the model's tokenizer_config.json, "

@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--checkpoint", required=True,
         help="a `keras-bert finetune` output directory, or an encoder checkpoint: Hugging "
-             "Face directory, Google TF1 checkpoint or keras_bert directory")
+             "Face directory, Google TF1 or tf-models-official TF2 checkpoint, or keras_bert "
+             "directory")
     add("--output_dir", default="saved_models",
         help="where NAME/VERSION/ is written (default: %(default)s)")
     add("--name", help="model name, the directory under --output_dir (default: the "

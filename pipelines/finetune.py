@@ -51,8 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "datasets extra)")
     add("--tfds_data_dir", help="where --tfds datasets are prepared (default: "
         "tensorflow-datasets' own, ~/tensorflow_datasets)")
-    add("--checkpoint", help="pretrained weights: a Hugging Face, Google or keras_bert "
-        "checkpoint (its vocab.txt is used)")
+    add("--checkpoint", help="pretrained weights: a Hugging Face, Google TF1, tf-models-official "
+        "TF2 or keras_bert checkpoint (its vocab.txt is used)")
     add("--preset", help="instead of --checkpoint: random weights of a preset (tiny, mini, "
         "small, medium, base, large); needs --vocab_file")
     add("--vocab_file", help="vocab.txt (default: the one beside --checkpoint)")

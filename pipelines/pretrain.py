@@ -59,7 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--vocab_file", default=None,
         help="the vocab.txt the data was made with; checked against the model and data")
     add("--init_checkpoint", default=None,
-        help="start from these weights (Google, Hugging Face or keras_bert checkpoint)")
+        help="start from these weights (Google TF1, tf-models-official TF2, Hugging Face "
+             "or keras_bert checkpoint)")
     add("--train_batch_size", type=positive_int, default=_DEFAULTS.train_batch_size,
         help="global batch: sequences per update over all replicas (default: %(default)s)")
     add("--max_seq_length", type=positive_int, default=None,
