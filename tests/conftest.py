@@ -34,3 +34,13 @@ def random_batch(batch=3, seq=12, vocab=64, lengths=None, seed=0):
     types = ((np.arange(seq)[None, :] >= np.asarray(lengths)[:, None] // 2) & mask.astype(bool))
     return {"input_word_ids": ids * mask, "input_mask": mask,
             "input_type_ids": types.astype("int32")}
+
+
+def snapshot_files(root):
+    """Every directory and file under `root`, as paths relative to it: compared before
+    and after a command to show it left nothing behind."""
+    found = set()
+    for directory, _, names in os.walk(root):
+        found.add(os.path.relpath(directory, root))
+        found.update(os.path.relpath(os.path.join(directory, n), root) for n in names)
+    return found

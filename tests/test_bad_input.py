@@ -10,7 +10,7 @@ import os
 import shutil
 
 import pytest
-from conftest import REPO
+from conftest import REPO, snapshot_files
 
 from keras_bert.cli import main
 
@@ -583,14 +583,6 @@ def _write_rows(d):
     return str(d / "in.tsv")
 
 
-def _snapshot(root):
-    found = set()
-    for directory, _, names in os.walk(root):
-        found.add(os.path.relpath(directory, root))
-        found.update(os.path.relpath(os.path.join(directory, n), root) for n in names)
-    return found
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_user_mistake(case, tmp_path, capsys):
     name, argv, words = case
@@ -598,7 +590,7 @@ def test_user_mistake(case, tmp_path, capsys):
     workdir.mkdir()
     args = argv(workdir)  # builds the inputs (and any earlier good run) first
     capsys.readouterr()
-    before = _snapshot(workdir)
+    before = snapshot_files(workdir)
     try:
         code = main(args)
     except SystemExit as e:  # argparse's usage errors
@@ -610,7 +602,7 @@ def test_user_mistake(case, tmp_path, capsys):
     assert len(lines) == 1, f"{name}: expected one line on stderr, got:\n{err}"
     for word in words:
         assert word in lines[0], f"{name}: {word!r} not in {lines[0]!r}"
-    assert _snapshot(workdir) == before, f"{name}: left new files behind"
+    assert snapshot_files(workdir) == before, f"{name}: left new files behind"
 
 
 def test_finetune_with_mismatched_squad_answers_warns_and_counts(tmp_path, capsys):
@@ -764,7 +756,7 @@ def test_every_output_of_every_command_is_checked_before_it_runs(command, tmp_pa
     if not outputs:
         pytest.skip(f"{command} writes no output")
     (tmp_path / "a_file").write_text("x")
-    before = _snapshot(tmp_path)
+    before = snapshot_files(tmp_path)
     for action in outputs:
         flag = action.option_strings[0]
         argv = [command, *_required_args(subparser, skip={action.dest}), flag]
@@ -773,4 +765,4 @@ def test_every_output_of_every_command_is_checked_before_it_runs(command, tmp_pa
             _one_line_error([*argv, str(tmp_path / "a_file")], capsys, flag, "is a file")
         else:
             _one_line_error([*argv, str(tmp_path)], capsys, flag, "is a directory")
-    assert _snapshot(tmp_path) == before
+    assert snapshot_files(tmp_path) == before

@@ -13,7 +13,7 @@ import os
 import shutil
 
 import pytest
-from conftest import REPO
+from conftest import REPO, snapshot_files
 
 from keras_bert.cli import main
 
@@ -177,14 +177,6 @@ def _swapped_vocab(d):
     return str(d / "swapped.txt")
 
 
-def _snapshot(root):
-    found = set()
-    for directory, _, names in os.walk(root):
-        found.add(os.path.relpath(directory, root))
-        found.update(os.path.relpath(os.path.join(directory, n), root) for n in names)
-    return found
-
-
 def _run(args, capsys):
     capsys.readouterr()
     code = main(args)
@@ -200,7 +192,7 @@ def test_bad_finetuning_input(case, tmp_path, capsys):
     work = tmp_path / "work"
     work.mkdir()
     args = argv(work)
-    before = _snapshot(work)
+    before = snapshot_files(work)
     code, err, lines = _run(args, capsys)
     assert code == 2, f"{name}: exit code {code}, stderr:\n{err}"
     assert "Traceback" not in err
@@ -208,7 +200,7 @@ def test_bad_finetuning_input(case, tmp_path, capsys):
     assert lines[0].startswith("keras-bert finetune: error: "), lines[0]
     for word in words:
         assert word in lines[0], f"{name}: {word!r} not in {lines[0]!r}"
-    assert _snapshot(work) == before, f"{name}: left new files behind"
+    assert snapshot_files(work) == before, f"{name}: left new files behind"
 
 
 def test_output_dir_holding_another_run_is_left_as_it_was(tmp_path, capsys):
