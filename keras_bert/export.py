@@ -593,6 +593,15 @@ def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name
     return target, card
 
 
+def serving_api_available() -> bool:
+    """Whether tensorflow-serving-api (the warmup file's protos) is installed."""
+    try:
+        import tensorflow_serving.apis.prediction_log_pb2  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def check_serving_api() -> None:
     """Raises `ArgumentError` unless tensorflow-serving-api (warmup protos) imports."""
     try:

@@ -805,23 +805,13 @@ def _run(args: argparse.Namespace, settings: DemoSettings, out: str) -> int:
     # 7. export and serve -------------------------------------------------------------------
     stages.start(7, "export", "Export the fine-tuned classifier as a SavedModel, reload it, "
                  "classify through serve_text")
-    from keras_bert.export import ExportSource, check_serving_api, export_saved_model
+    from keras_bert.export import export_saved_model, load_export_source, serving_api_available
 
-    try:
-        check_serving_api()
-        warmup = True
-    except Exception:  # the warmup file is an extra; the SavedModel does not need it
-        warmup = False
-    model = keras.models.load_model(os.path.join(paths["finetune_pretrained"], "model.keras"),
-                                    compile=False)
-    source = ExportSource(model, "classifier",
-                          BertTokenizer(os.path.join(paths["finetune_pretrained"], "vocab.txt"),
-                                        lower_case=True),
-                          os.path.join(paths["finetune_pretrained"], "vocab.txt"),
-                          settings.max_seq_length, label_names=tuple(settings.sources),
-                          source=paths["finetune_pretrained"], task=task.name)
-    version_dir, card = export_saved_model(source, args.export_dir, EXPORT_NAME,
-                                           warmup=warmup)
+    # As `keras-bert export --checkpoint RUN` does it; the warmup file is an extra.
+    warmup = serving_api_available()
+    version_dir, card = export_saved_model(
+        load_export_source(paths["finetune_pretrained"]), args.export_dir, EXPORT_NAME,
+        warmup=warmup)
     version_dir = os.path.abspath(version_dir)
     say(f"  -> {version_dir}")
     dev = task.read_examples(os.path.join(paths["task_data"], "dev.tsv"))

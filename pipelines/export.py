@@ -23,7 +23,7 @@ import os
 import re
 import warnings
 
-from keras_bert.errors import ArgumentError, InputNotFoundError
+from keras_bert.errors import InputNotFoundError
 from keras_bert.pipelines.flags import (
     add_boolean,
     library_logging,
@@ -88,11 +88,8 @@ def run(args: argparse.Namespace) -> int:
     require_output_directory(os.path.join(args.output_dir, name), "--output_dir/--name")
     warmup = args.warmup
     if warmup is None:
-        try:
-            export.check_serving_api()
-            warmup = True
-        except ArgumentError:
-            warmup = False
+        warmup = export.serving_api_available()
+        if not warmup:
             warnings.warn("no TF Serving warmup file: it needs tensorflow-serving-api "
                           "(pip install 'keras_bert[export]'); the export works without it.",
                           stacklevel=2)
