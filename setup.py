@@ -36,6 +36,9 @@ EXTRAS = {
     "datasets": ["tensorflow-datasets", "importlib_resources"],
     # Independent references that scripts/ regenerate tests/data from (not needed by CI).
     "refs": ["bert-tensorflow==1.0.4", "tokenizers"],
+    # create-pretraining-data on Apache Beam (`--runner beam`): the DirectRunner here,
+    # Dataflow, Flink or Spark at scale (keras_bert.data.beam).
+    "beam": ["apache-beam>=2.77,<3"],
 }
 
 setup(

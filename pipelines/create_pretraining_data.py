@@ -7,23 +7,34 @@ the original create_pretraining_data.py names where the meaning is the same. A r
 the same --output_dir skips the shards already complete; a directory holding shards of
 another run is refused unless --overwrite.
 
+`--runner beam` runs the same work as an Apache Beam pipeline (`pip install -e
+".[beam]"`; keras_bert.data.beam): the same shards for the same seed, on the DirectRunner
+here or on Dataflow, Flink or Spark with `--beam_options` (Beam's own pipeline flags, one
+string, split as a shell would).
+
 Example:
 
     keras-bert create-pretraining-data --input_file='corpus/*.txt' \\
         --output_dir=data/pretraining --vocab_file=vocab.txt \\
         --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=5
+
+    keras-bert create-pretraining-data --input_file='gs://bucket/wiki/*.txt' \\
+        --output_dir=gs://bucket/pretraining --vocab_file=vocab.txt --runner beam \\
+        --beam_options="--runner=DataflowRunner --project=my-project \\
+            --region=us-central1 --temp_location=gs://bucket/tmp --setup_file=./setup.py"
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import time
 from functools import partial
 
 import tensorflow as tf
 
 from keras_bert.data.pretraining import PretrainingDataOptions, create_pretraining_data
-from keras_bert.errors import OutputError
+from keras_bert.errors import ArgumentError, OutputError
 from keras_bert.pipelines.flags import (
     add_boolean,
     library_logging,
@@ -73,9 +84,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard_size_mb", type=positive_float, default=_DEFAULTS.shard_size_mb,
                         help="text per output shard in millions of characters; also the pool "
                              "random next segments come from (default: %(default)s)")
+    parser.add_argument("--runner", choices=("local", "beam"), default="local",
+                        help="local: worker processes on this machine; beam: an Apache Beam "
+                             "pipeline (pip install -e \".[beam]\"), the same shards, on the "
+                             "runner --beam_options names (default: %(default)s)")
+    parser.add_argument("--beam_options", default="",
+                        help="with --runner beam: Beam pipeline flags in one string, e.g. "
+                             "\"--runner=DataflowRunner --project=P --region=R "
+                             "--temp_location=gs://B/tmp\" or \"--runner=FlinkRunner "
+                             "--flink_master=HOST:8081\" (default: the DirectRunner in this "
+                             "process)")
     parser.add_argument("--num_workers", type=positive_int, default=None,
                         help="processes building shards, this one included; 1 works in this "
-                             "process only (default: the CPU count)")
+                             "process only (default: the CPU count; with --runner beam, "
+                             "Beam's own flags set the workers)")
     parser.add_argument("--shard_index", type=nonnegative_int, default=0,
                         help="with --num_shards: this machine's slice (default: %(default)s)")
     parser.add_argument("--num_shards", type=positive_int, default=1,
@@ -98,14 +120,21 @@ def run(args: argparse.Namespace) -> int:
     except RuntimeError:  # TensorFlow already started in this process: keep its pools
         pass
     options = options_from_args(PretrainingDataOptions, args)
+    beam_options = _beam_options(args)
     require_output_directory(args.output_dir, "--output_dir")
     # The library's messages (a stale temporary removed, too few documents) on stderr.
     with library_logging():
         try:
-            summary = create_pretraining_data(
-                args.input_file, args.output_dir, args.vocab_file, options,
-                num_workers=args.num_workers, shard_index=args.shard_index,
-                num_shards=args.num_shards, progress=args.progress, overwrite=args.overwrite)
+            if args.runner == "beam":
+                summary = _beam_module().create_pretraining_data_beam(
+                    args.input_file, args.output_dir, args.vocab_file, options,
+                    beam_options=beam_options, overwrite=args.overwrite)
+            else:
+                summary = create_pretraining_data(
+                    args.input_file, args.output_dir, args.vocab_file, options,
+                    num_workers=args.num_workers, shard_index=args.shard_index,
+                    num_shards=args.num_shards, progress=args.progress,
+                    overwrite=args.overwrite)
         except OutputError as e:  # the library speaks of its arguments; this of its flags
             raise type(e)(str(e).replace("set overwrite=True", "pass --overwrite")) from None
     seconds = time.monotonic() - start
@@ -116,6 +145,9 @@ def run(args: argparse.Namespace) -> int:
           f"{totals.get('documents', 0)} documents in {len(summary['shards'])} shards to "
           f"{args.output_dir} in {seconds:.1f} s ({totals.get('documents', 0) / seconds:.0f} "
           f"documents/s, {instances / seconds:.0f} instances/s).")
+    if totals.get("masked_lm_predictions"):
+        print(f"Masked: {totals['masked_lm_predictions'] / totals['instance_tokens']:.1%} of "
+              "the tokens.")
     if instances and options.next_sentence_prediction:
         print(f"Next sentence random: {totals.get('random_next_instances', 0) / instances:.1%}.")
     bad = {k: v for k, v in skipped.items() if k not in ("files", "lines") and v}
@@ -126,3 +158,38 @@ def run(args: argparse.Namespace) -> int:
     if bad:
         print("Input handled: " + ", ".join(f"{k}={v}" for k, v in sorted(bad.items())) + ".")
     return 0
+
+
+def _beam_options(args: argparse.Namespace) -> list[str]:
+    """--beam_options as a list of flags; the local-only flags refused with --runner beam."""
+    if args.runner != "beam":
+        if args.beam_options:
+            raise ArgumentError("--beam_options is for --runner beam; add --runner beam or "
+                                "drop --beam_options.", field="beam_options")
+        return []
+    local_only = [flag for flag, given in (
+        ("--num_workers", args.num_workers is not None),
+        ("--shard_index", args.shard_index != 0),
+        ("--num_shards", args.num_shards != 1)) if given]
+    if local_only:
+        raise ArgumentError(
+            f"{', '.join(local_only)} split the work of --runner local; with --runner beam "
+            "the Beam runner splits it: set its workers in --beam_options (e.g. "
+            "\"--direct_num_workers=2 --direct_running_mode=multi_processing\", or "
+            "Dataflow's --max_num_workers).", field=local_only[0].lstrip("-"))
+    try:
+        return shlex.split(args.beam_options)
+    except ValueError as e:
+        raise ArgumentError(f"--beam_options cannot be split into flags ({e}): quote it as "
+                            "one string of Beam flags.", field="beam_options") from None
+
+
+def _beam_module():
+    """keras_bert.data.beam, or a usage error naming the extra to install."""
+    try:
+        from keras_bert.data import beam
+    except ImportError as e:
+        raise ArgumentError(f"--runner beam needs Apache Beam, which is not installed "
+                            f"({e.__cause__ or e}): pip install -e \".[beam]\" (or pip "
+                            "install \"apache-beam>=2.77,<3\").", field="runner") from None
+    return beam

@@ -156,13 +156,60 @@ def read_dataset_lines(dataset, stats: collections.Counter) -> Iterator[str | No
         yield END_OF_DOCUMENT
 
 
+def documents_with_offsets(lines: Iterable[str | None], chunk_chars: int,
+                           stats: collections.Counter) -> Iterator[tuple[int, list[str]]]:
+    """(offset, document) for each document of a stream of lines; the offset counts the
+    characters before it (each non-blank line counts its length plus one).
+
+    A document of `chunk_chars` or more is split before the line that would make it
+    longer (counted as `split_documents`); each piece is a document of its own, at its
+    own offset. A document's offset and pieces depend only on the text before and in it,
+    so the same documents come out of any split of the input (per file, with each file's
+    offsets shifted by the characters of the files before it: `keras_bert.data.beam`).
+
+    Example:
+
+    >>> lines = ["a b.", "c d.", None, "e f.", None, "g h.", None, "i j.", "k l.", "m n."]
+    >>> list(documents_with_offsets(lines, 8, collections.Counter()))
+    [(0, ['a b.', 'c d.']), (10, ['e f.']), (15, ['g h.']), (20, ['i j.', 'k l.']), \
+(30, ['m n.'])]
+    """
+    document: list[str] = []
+    offset = start = document_size = 0
+    for line in lines:
+        if line is END_OF_DOCUMENT:
+            if document:
+                yield start, document
+                document = []
+            continue
+        if document and document_size >= chunk_chars:  # too long: split it here
+            stats["split_documents"] += 1
+            yield start, document
+            document = []
+        if not document:
+            start, document_size = offset, 0
+        document.append(line)
+        document_size += len(line) + 1
+        offset += len(line) + 1
+    if document:
+        yield start, document
+
+
+def document_chars(document: list[str]) -> int:
+    """The characters a document counts for in the offsets (`documents_with_offsets`)."""
+    return sum(len(line) + 1 for line in document)
+
+
 def chunk_documents(lines: Iterable[str | None], chunk_chars: int,
                     stats: collections.Counter) -> Iterator[list[list[str]]]:
     """Groups a stream of lines into chunks of whole documents of about `chunk_chars`.
 
-    A chunk closes after the document that brings it to `chunk_chars`; a single document
-    longer than that is split there (counted as `split_documents`), which bounds a chunk
-    by about twice `chunk_chars`.
+    A document belongs to chunk `offset // chunk_chars`, the chunk its first character
+    falls in (`documents_with_offsets`): so a chunk's documents depend only on the text,
+    not on how the input was split into files or read, and the Beam pipeline
+    (`keras_bert.data.beam`) groups them the same way. Chunks that no document starts in
+    (a long document spans them) are skipped: the chunks yielded are the non-empty ones,
+    in order. A chunk holds at most about twice `chunk_chars`.
 
     Example:
 
@@ -171,26 +218,12 @@ def chunk_documents(lines: Iterable[str | None], chunk_chars: int,
     [[['a b.', 'c d.']], [['e f.'], ['g h.']], [['i j.', 'k l.']], [['m n.']]]
     """
     chunk: list[list[str]] = []
-    document: list[str] = []
-    chunk_size = document_size = 0
-    for line in lines:
-        if line is END_OF_DOCUMENT:
-            if document:
-                chunk.append(document)
-                document, document_size = [], 0
-            if chunk_size >= chunk_chars:
-                yield chunk
-                chunk, chunk_size = [], 0
-            continue
-        if document_size >= chunk_chars:  # the document alone fills a chunk: split it
-            stats["split_documents"] += 1
-            chunk.append(document)
+    chunk_id = None
+    for offset, document in documents_with_offsets(lines, chunk_chars, stats):
+        if chunk and offset // chunk_chars != chunk_id:
             yield chunk
-            chunk, document, chunk_size, document_size = [], [], 0, 0
-        document.append(line)
-        document_size += len(line) + 1
-        chunk_size += len(line) + 1
-    if document:
+            chunk = []
+        chunk_id = offset // chunk_chars
         chunk.append(document)
     if chunk:
         yield chunk

@@ -3,10 +3,23 @@
 `create_pretraining_data` streams the input documents in chunks of about
 `shard_size_mb`; each chunk becomes one output shard `part-NNNNN.tfrecord`, made from that
 chunk alone (it is the pool random next segments come from and the unit the instances are
-shuffled in) with a random seed derived from `random_seed` and the shard number. So a
-shard's content depends only on its text and the settings: worker processes can build
-shards in any order, `num_shards` machines can each build every `num_shards`-th shard
-into the same directory, and an interrupted run resumes where it stopped.
+shuffled in) with a random seed derived from `random_seed` and the shard number. A
+document belongs to chunk `offset // (shard_size_mb * 1e6)`, where `offset` counts the
+characters of the whole input before it (files in the order the globs give them), and
+the shards are numbered in the order of their non-empty chunks
+(`documents.chunk_documents`). So which shard a document lands in, and every random
+choice made for it, depend only on the text and the settings, never on how the work is
+split: worker processes can build shards in any order, `num_shards` machines can each
+build every `num_shards`-th shard into the same directory, an interrupted run resumes
+where it stopped, and the Apache Beam pipeline (`keras_bert.data.beam`, any runner, any
+number of workers) writes the same shards byte for byte.
+
+Format 2 (the sidecar's `format_version`) changed the chunk rule: before, a chunk closed
+after the document that brought it to `shard_size_mb`, so where a chunk started depended
+on the sizes of all earlier chunks, which a distributed reader cannot know. An input of
+one shard gives the same records as before for the same seed; an input of several
+shards gives other (equally valid) shards, and a directory written by format 1 is not
+resumed (its sidecar differs; `overwrite` replaces it).
 
 Each shard is written under a hidden temporary name and renamed when complete
 (`keras_bert.io`). The JSON sidecar (`pretraining_data.json`, or
@@ -57,7 +70,8 @@ from keras_bert.tokenization import SPECIAL_TOKENS, BertTokenizer, load_vocab
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+# 2: documents go to the shard their first character falls in (see the module docstring).
+FORMAT_VERSION = 2
 _ENCODE_BATCH = 4096
 _SIDECAR_INTERVAL_S = 5.0
 _SHARD_NAME = re.compile(r"part-(\d{5,})\.tfrecord")
@@ -463,6 +477,86 @@ def _check_count(name: str, value, minimum: int) -> int:
     return int(value)
 
 
+def chunk_chars(options: PretrainingDataOptions) -> int:
+    """The characters of text per shard (`documents.chunk_documents`).
+
+    Example:
+
+    >>> chunk_chars(PretrainingDataOptions(shard_size_mb=0.5))
+    500000
+    """
+    return int(options.shard_size_mb * 1e6)
+
+
+@dataclasses.dataclass
+class _Run:
+    """A run that passed every check: its output directory, input files (None for a
+    dataset), sidecar, vocab and whether the run created the directory."""
+
+    output_dir: str
+    files: list[str] | None
+    sidecar: _Sidecar
+    vocab: list[str]
+    created: bool
+
+
+def _start_run(inputs, output_dir, vocab_file, options: PretrainingDataOptions,
+               shard_index: int, num_shards: int, overwrite: bool) -> _Run:
+    """Checks the inputs, vocab and output directory, and writes the sidecar of a
+    starting run (`create_pretraining_data` and the Beam pipeline share it)."""
+    if isinstance(inputs, tf.data.Dataset):
+        files, input_record = None, "tf.data.Dataset"
+    else:
+        files = kb_io.expand_patterns(inputs, what="input file")
+        input_record = [{"path": f if kb_io.is_remote(f) else os.path.abspath(f),
+                         "bytes": kb_io.file_size(f)} for f in files]
+    vocab = load_vocab(vocab_file)
+    missing = [t for t in SPECIAL_TOKENS if t not in vocab]
+    if missing:
+        raise VocabError(f"the vocabulary lacks the special tokens {missing}, which "
+                         "pretraining data needs.", path=os.fspath(vocab_file))
+    output_dir = os.fspath(output_dir) or "."
+    kb_io.check_writable(output_dir, kind="directory", what="output directory")
+    identity = {
+        "format_version": FORMAT_VERSION,
+        "settings": {**dataclasses.asdict(options), "shard_index": shard_index,
+                     "num_shards": num_shards},
+        "vocab": {"sha256": kb_io.file_sha256(vocab_file), "size": len(vocab)},
+        "inputs": input_record,
+    }
+    sidecar_path = os.path.join(output_dir, sidecar_file_name(shard_index, num_shards))
+    if overwrite:  # every check above has passed: the old run can go
+        _remove_previous_run(output_dir, shard_index, num_shards)
+    sidecar = _Sidecar(sidecar_path, identity)
+    _check_output_directory(output_dir, sidecar, shard_index, num_shards)
+    created = not kb_io.isdir(output_dir)
+    kb_io.makedirs(output_dir)
+    _remove_stale_temporaries(output_dir, shard_index, num_shards)
+    # Written before any shard: a shard on disk always has its sidecar beside it.
+    sidecar.write({}, complete=False, force=True)
+    return _Run(output_dir, files, sidecar, vocab, created)
+
+
+def _finish_run(run: _Run, options: PretrainingDataOptions, input_stats: dict,
+                all_shards: int, own_shards: int, shard_index: int = 0,
+                num_shards: int = 1) -> dict:
+    """Refuses a run without instances (removing what it wrote), warns about an idle
+    slice or too few documents for NSP, and writes the complete sidecar."""
+    totals = run.sidecar.totals()
+    if not totals.get("instances") and (own_shards or not all_shards):
+        _remove_run(run.output_dir, run.sidecar, run.created)
+        raise DataError(_no_instances_message(input_stats, totals, options))
+    if not own_shards:
+        logger.warning(
+            "The input makes %d shards, none of them slice %d of %d (shards i with "
+            "i %% %d == %d): this slice wrote no data. Lower shard_size_mb or num_shards "
+            "to give every slice work.", all_shards, shard_index, num_shards,
+            num_shards, shard_index)
+    if options.next_sentence_prediction:
+        _warn_about_few_documents(totals)
+    return run.sidecar.write(input_stats, complete=True, force=True)
+
+
 def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, output_dir: str,
                             vocab_file: str,
                             options: PretrainingDataOptions = PretrainingDataOptions(), *,
@@ -535,44 +629,16 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
     if num_workers is None:
         num_workers = os.cpu_count() or 1
     num_workers = _check_count("num_workers", num_workers, 1)
-    if isinstance(inputs, tf.data.Dataset):
-        files, input_record = None, "tf.data.Dataset"
-    else:
-        files = kb_io.expand_patterns(inputs, what="input file")
-        input_record = [{"path": f if kb_io.is_remote(f) else os.path.abspath(f),
-                         "bytes": kb_io.file_size(f)} for f in files]
-    vocab = load_vocab(vocab_file)
-    missing = [t for t in SPECIAL_TOKENS if t not in vocab]
-    if missing:
-        raise VocabError(f"the vocabulary lacks the special tokens {missing}, which "
-                         "pretraining data needs.", path=os.fspath(vocab_file))
-    output_dir = os.fspath(output_dir) or "."
-    kb_io.check_writable(output_dir, kind="directory", what="output directory")
-    identity = {
-        "format_version": FORMAT_VERSION,
-        "settings": {**dataclasses.asdict(options), "shard_index": shard_index,
-                     "num_shards": num_shards},
-        "vocab": {"sha256": kb_io.file_sha256(vocab_file), "size": len(vocab)},
-        "inputs": input_record,
-    }
-    sidecar_path = os.path.join(output_dir, sidecar_file_name(shard_index, num_shards))
-    if overwrite:  # every check above has passed: the old run can go
-        _remove_previous_run(output_dir, shard_index, num_shards)
-    sidecar = _Sidecar(sidecar_path, identity)
-    _check_output_directory(output_dir, sidecar, shard_index, num_shards)
-    created = not kb_io.isdir(output_dir)
-    kb_io.makedirs(output_dir)
-    _remove_stale_temporaries(output_dir, shard_index, num_shards)
-
+    run = _start_run(inputs, output_dir, vocab_file, options, shard_index, num_shards,
+                     overwrite)
+    output_dir, files, sidecar = run.output_dir, run.files, run.sidecar
     input_stats: collections.Counter = collections.Counter()
-    # Written before any shard: a shard on disk always has its sidecar beside it.
-    sidecar.write({}, complete=False, force=True)
     if files is None:
         lines = documents_lib.read_dataset_lines(inputs, input_stats)
     else:
         lines = itertools.chain.from_iterable(
             documents_lib.read_file_lines(f, input_stats) for f in files)
-    chunks = documents_lib.chunk_documents(lines, int(options.shard_size_mb * 1e6), input_stats)
+    chunks = documents_lib.chunk_documents(lines, chunk_chars(options), input_stats)
     shards_seen = collections.Counter()  # all chunks, and this slice's
 
     def tasks():
@@ -607,19 +673,8 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
         raise
     finally:
         bar.close()
-    totals = sidecar.totals()
-    if not totals.get("instances") and (shards_seen["own"] or not shards_seen["all"]):
-        _remove_run(output_dir, sidecar, created)
-        raise DataError(_no_instances_message(input_stats, totals, options))
-    if not shards_seen["own"]:
-        logger.warning(
-            "The input makes %d shards, none of them slice %d of %d (shards i with "
-            "i %% %d == %d): this slice wrote no data. Lower shard_size_mb or num_shards "
-            "to give every slice work.", shards_seen["all"], shard_index, num_shards,
-            num_shards, shard_index)
-    if options.next_sentence_prediction:
-        _warn_about_few_documents(totals)
-    return sidecar.write(dict(sorted(input_stats.items())), complete=True, force=True)
+    return _finish_run(run, options, dict(sorted(input_stats.items())), shards_seen["all"],
+                       shards_seen["own"], shard_index, num_shards)
 
 
 def _remove_run(output_dir: str, sidecar: _Sidecar, created: bool) -> None:
@@ -635,7 +690,7 @@ def _remove_run(output_dir: str, sidecar: _Sidecar, created: bool) -> None:
         os.rmdir(output_dir)
 
 
-def _no_instances_message(input_stats: collections.Counter, totals: dict,
+def _no_instances_message(input_stats: dict, totals: dict,
                           options: PretrainingDataOptions) -> str:
     read = (f"{input_stats.get('files', 0)} files, {input_stats.get('lines', 0)} lines, "
             f"{totals.get('documents', 0)} documents with text")
