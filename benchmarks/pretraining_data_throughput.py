@@ -20,6 +20,13 @@ has). Prints one JSON line per run and a final comparison:
 By default the reference runs on the corpus repeated `--repeat` times and keras_bert on
 1x, `--repeat`x and 4 * `--repeat`x (peak memory must not grow with the corpus), with the
 default worker count, and with one and two workers at `--repeat`x and one at 4 * `--repeat`x.
+
+Where apache-beam is installed (`pip install -e ".[beam]"`), a `keras_bert-beam` row runs
+the same command with `--runner beam` on the DirectRunner with two worker processes
+(`--direct_num_workers=2 --direct_running_mode=multi_processing`) at `--repeat`x: the
+same shards as the local path, slower on one machine (worker start-up, every document
+and shard passing through Beam's gRPC data plane), but the same code runs on Dataflow,
+Flink or Spark. Every line carries the CPU model (`cpu_model`, from /proc/cpuinfo).
 """
 
 from __future__ import annotations
@@ -55,6 +62,37 @@ def repeated_corpus(corpus: Path, times: int, directory: str) -> str:
         for _ in range(times):
             f.write(text)
     return path
+
+
+def cpu_model() -> str:
+    """The CPU's model name with its family/model/stepping (a VM may show only "AMD
+    EPYC"; family 26 is Zen 5) from /proc/cpuinfo (Linux), else platform.processor()."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    break  # the first processor is enough
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
+    except OSError:
+        pass
+    if "model name" not in fields:
+        import platform
+
+        return platform.processor() or "unknown"
+    return (f"{fields['model name']} (family {fields.get('cpu family', '?')} model "
+            f"{fields.get('model', '?')} stepping {fields.get('stepping', '?')})")
+
+
+def beam_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("apache_beam") is not None
+
+
+BEAM_DIRECT_2_WORKERS = ("--runner=DirectRunner --direct_num_workers=2 "
+                         "--direct_running_mode=multi_processing")
 
 
 def measure(command: list[str]) -> dict:
@@ -115,7 +153,8 @@ def run_reference(input_file: str, vocab: str, args, directory: str) -> dict:
     return result
 
 
-def run_ours(input_file: str, vocab: str, args, directory: str, num_workers: int | None) -> dict:
+def run_ours(input_file: str, vocab: str, args, directory: str, num_workers: int | None,
+             beam_options: str | None = None) -> dict:
     output = tempfile.mkdtemp(dir=directory)
     command = [sys.executable, "-m", "keras_bert", "create-pretraining-data",
                f"--input_file={input_file}", f"--output_dir={output}", f"--vocab_file={vocab}",
@@ -124,6 +163,8 @@ def run_ours(input_file: str, vocab: str, args, directory: str, num_workers: int
                f"--dupe_factor={args.dupe_factor}", "--random_seed=12345", "--noprogress"]
     if num_workers is not None:
         command.append(f"--num_workers={num_workers}")
+    if beam_options is not None:
+        command += ["--runner=beam", f"--beam_options={beam_options}"]
     result = measure(command)
     result.pop("stdout"), result.pop("stderr")
     with open(os.path.join(output, "pretraining_data.json"), encoding="utf-8") as f:
@@ -145,8 +186,13 @@ def main(argv=None) -> int:
     parser.add_argument("--max_predictions_per_seq", type=int, default=20)
     parser.add_argument("--dupe_factor", type=int, default=5)
     parser.add_argument("--skip_reference", action="store_true")
+    parser.add_argument("--skip_beam", action="store_true",
+                        help="no keras_bert-beam row (it is skipped anyway without apache-beam)")
     parser.add_argument("--quick", action="store_true",
                         help="only keras_bert at --repeat x with the default workers")
+    parser.add_argument("--comparison_only", action="store_true",
+                        help="only the --repeat x rows: the reference, keras_bert with the "
+                             "default workers and keras_bert-beam")
     args = parser.parse_args(argv)
     if not args.corpus.exists():
         print(f"no corpus at {args.corpus}; pass --corpus", file=sys.stderr)
@@ -154,33 +200,50 @@ def main(argv=None) -> int:
     vocab = args.vocab_file or _minilm_vocab()
     settings = {"max_seq_length": args.max_seq_length,
                 "max_predictions_per_seq": args.max_predictions_per_seq,
-                "dupe_factor": args.dupe_factor, "cpus": os.cpu_count()}
+                "dupe_factor": args.dupe_factor, "cpus": os.cpu_count(), "cpu_model": cpu_model()}
     results = {}
     with tempfile.TemporaryDirectory() as directory:
         runs = [("keras_bert", args.repeat, None)]
-        if not args.quick:
+        if not (args.quick or args.comparison_only):
             runs += [("keras_bert", args.repeat, 1), ("keras_bert", args.repeat, 2),
                      ("keras_bert", 1, None), ("keras_bert", 4 * args.repeat, None),
                      ("keras_bert", 4 * args.repeat, 1)]
         if not (args.skip_reference or args.quick):
             runs.insert(0, ("tf-models-official", args.repeat, None))
+        if not (args.skip_beam or args.quick):
+            if beam_available():
+                runs.insert(2, ("keras_bert-beam", args.repeat, None))
+            else:
+                print(json.dumps({"impl": "keras_bert-beam", "skipped": "apache-beam is not "
+                                  "installed: pip install -e \".[beam]\""}), flush=True)
         for impl, times, workers in runs:
             input_file = repeated_corpus(args.corpus, times, directory)
             if impl == "tf-models-official":
                 result = run_reference(input_file, vocab, args, directory)
+            elif impl == "keras_bert-beam":
+                result = run_ours(input_file, vocab, args, directory, None,
+                                  beam_options=BEAM_DIRECT_2_WORKERS)
             else:
                 result = run_ours(input_file, vocab, args, directory, workers)
             record = {"impl": impl, "corpus_mb": round(os.path.getsize(input_file) / 1e6, 2),
                       "repeat": times, **settings, **result}
             if impl == "keras_bert":
                 record["num_workers"] = workers or "default"
+            elif impl == "keras_bert-beam":
+                record["beam_options"] = BEAM_DIRECT_2_WORKERS
             print(json.dumps(record), flush=True)
             results[(impl, times, workers)] = record
             os.remove(input_file)
     reference = results.get(("tf-models-official", args.repeat, None))
     ours = results[("keras_bert", args.repeat, None)]
-    summary = {"comparison": f"corpus x{args.repeat}", "keras_bert_wall_s": ours["wall_s"],
+    summary = {"comparison": f"corpus x{args.repeat}", "cpu_model": settings["cpu_model"],
+               "cpus": settings["cpus"], "keras_bert_wall_s": ours["wall_s"],
                "keras_bert_cpu_s": ours["cpu_s"]}
+    beam = results.get(("keras_bert-beam", args.repeat, None))
+    if beam:
+        summary.update(beam_wall_s=beam["wall_s"], beam_cpu_s=beam["cpu_s"],
+                       beam_vs_local=round(beam["wall_s"] / ours["wall_s"], 1),
+                       beam_same_instances=beam["instances"] == ours["instances"])
     if reference:
         summary.update(reference_wall_s=reference["wall_s"], reference_cpu_s=reference["cpu_s"],
                        speedup=round(reference["wall_s"] / ours["wall_s"], 1),

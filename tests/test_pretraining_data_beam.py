@@ -195,3 +195,29 @@ def test_without_apache_beam_the_command_names_the_extra(corpus, vocab_file, tmp
     assert result.returncode == 2, result.stderr
     assert 'pip install -e ".[beam]"' in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_beam_reads_and_writes_a_remote_filesystem(corpus, vocab_file, local_run):
+    # ram:// is one of tf.io.gfile's non-local filesystems, as gs:// is; the in-process
+    # DirectRunner shares it with this process.
+    pytest.importorskip("apache_beam")
+    import uuid
+
+    import tensorflow as tf
+
+    from keras_bert.data import beam as beam_lib
+
+    root = f"ram://beam-{uuid.uuid4().hex[:8]}"
+    for path in glob.glob(corpus):
+        tf.io.gfile.copy(path, f"{root}/in/{os.path.basename(path)}", overwrite=True)
+    tf.io.gfile.copy(vocab_file, f"{root}/vocab.txt")
+    summary = beam_lib.create_pretraining_data_beam(f"{root}/in/*.txt", f"{root}/out",
+                                                    f"{root}/vocab.txt", OPTIONS)
+    names = sorted(n for n in tf.io.gfile.listdir(f"{root}/out") if n.endswith(".tfrecord"))
+    remote = {}
+    for name in names:
+        with tf.io.gfile.GFile(f"{root}/out/{name}", "rb") as f:
+            remote[name] = f.read()
+    assert remote == shard_bytes(local_run[1])
+    assert summary["shards"] == local_run[0]["shards"]
+    assert summary["totals"] == local_run[0]["totals"]
