@@ -171,6 +171,27 @@ def _truncate_token_by_token(tokens_a, tokens_b, max_num_tokens, rng):
     return tokens_a, tokens_b
 
 
+def test_fast_randint_draws_what_random_randint_draws():
+    # Instance creation draws through `_randint_of(rng)`, which must give the numbers
+    # and leave the stream exactly as `rng.randint` does (the original's sampling).
+    from keras_bert.data.instances import _randint_of
+
+    ours, reference = random.Random(3), random.Random(3)
+    randint = _randint_of(ours)
+    bounds = [(0, 0), (1, 1), (0, 1), (2, 125), (0, 6), (1, 2), (0, 1023), (0, 1024),
+              (5, 2**40), (0, 7)]
+    for _ in range(2000):
+        for low, high in bounds:
+            assert randint(low, high) == reference.randint(low, high)
+    assert ours.random() == reference.random()
+
+    class Custom(random.Random):
+        def random(self):
+            return 0.5
+
+    assert _randint_of(Custom(1)).__self__.__class__ is Custom  # a subclass keeps its own
+
+
 def test_truncate_seq_pair_matches_the_token_by_token_original():
     rng = random.Random(0)
     for len_a in range(1, 40, 3):

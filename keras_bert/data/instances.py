@@ -80,6 +80,27 @@ def _trim(tokens: list[int], keep: int, rng: random.Random) -> list[int]:
     return tokens[from_front:from_front + keep]
 
 
+def _randint_of(rng: random.Random):
+    """`rng.randint`, or for a plain `random.Random` an equivalent that draws the same
+    numbers from the same stream (CPython's `randint(a, b)` is `a + _randbelow(b - a + 1)`,
+    rejection sampling on `getrandbits`) in one Python call instead of three: it is most
+    of the calls instance creation makes. `tests/test_pretraining_data.py` checks that the
+    two agree."""
+    if type(rng) is not random.Random:  # a subclass may draw differently
+        return rng.randint
+    getrandbits = rng.getrandbits
+
+    def randint(low: int, high: int) -> int:
+        n = high - low + 1
+        k = n.bit_length()
+        r = getrandbits(k)
+        while r >= n:
+            r = getrandbits(k)
+        return low + r
+
+    return randint
+
+
 def create_instances_from_document(documents: list, document_index: int, *, max_seq_length: int,
                                    short_seq_prob: float, cls_id: int, sep_id: int,
                                    rng: random.Random,
@@ -107,12 +128,14 @@ def create_instances_from_document(documents: list, document_index: int, *, max_
     [2, 7, 3, 8, 9, 3] 3 False
     """
     document = documents[document_index]
+    num_sentences = len(document)
+    randint, uniform = _randint_of(rng), rng.random
     max_num_tokens = max_seq_length - 3
     # Usually fill the sequence; sometimes aim shorter to match fine-tuning inputs. The
     # target is a soft goal, `max_seq_length` the hard limit.
     target_length = max_num_tokens
-    if rng.random() < short_seq_prob:
-        target_length = rng.randint(2, max_num_tokens)
+    if uniform() < short_seq_prob:
+        target_length = randint(2, max_num_tokens)
         if stats is not None:
             stats["short_target_passes"] += 1
 
@@ -120,16 +143,17 @@ def create_instances_from_document(documents: list, document_index: int, *, max_
     chunk: list[list[int]] = []
     chunk_length = 0
     i = 0
-    while i < len(document):
-        chunk.append(document[i])
-        chunk_length += len(document[i])
-        if i == len(document) - 1 or chunk_length >= target_length:
+    while i < num_sentences:
+        sentence = document[i]
+        chunk.append(sentence)
+        chunk_length += len(sentence)
+        if i == num_sentences - 1 or chunk_length >= target_length:
             # Segment A: the first `a_end` sentences of the chunk.
-            a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+            a_end = randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
             tokens_a = list(itertools.chain.from_iterable(chunk[:a_end]))
             random_index = None
-            if len(chunk) == 1 or rng.random() < 0.5:
-                random_index = _other_document(len(documents), document_index, rng)
+            if len(chunk) == 1 or uniform() < 0.5:
+                random_index = _other_document(len(documents), document_index, randint)
                 if random_index is None:  # no other document in the pool
                     if len(chunk) == 1:
                         if stats is not None:
@@ -144,7 +168,7 @@ def create_instances_from_document(documents: list, document_index: int, *, max_
                 target_b_length = target_length - len(tokens_a)
                 random_document = documents[random_index]
                 tokens_b = []
-                for j in range(rng.randint(0, len(random_document) - 1), len(random_document)):
+                for j in range(randint(0, len(random_document) - 1), len(random_document)):
                     tokens_b.extend(random_document[j])
                     if len(tokens_b) >= target_b_length:
                         break
@@ -161,18 +185,17 @@ def create_instances_from_document(documents: list, document_index: int, *, max_
     return instances
 
 
-def _other_document(num_documents: int, document_index: int, rng: random.Random
-                    ) -> int | None:
+def _other_document(num_documents: int, document_index: int, randint) -> int | None:
     """A random document other than `document_index`, None if there is none: the
     original's 10 draws, then (where it would keep the same document) a uniform draw
-    among the others."""
+    among the others. `randint` is `rng.randint` (or `_randint_of(rng)`)."""
     if num_documents < 2:
         return None
     for _ in range(10):
-        random_index = rng.randint(0, num_documents - 1)
+        random_index = randint(0, num_documents - 1)
         if random_index != document_index:
             return random_index
-    random_index = rng.randint(0, num_documents - 2)
+    random_index = randint(0, num_documents - 2)
     return random_index + (random_index >= document_index)
 
 
@@ -196,12 +219,13 @@ def create_packed_instances(documents: list, *, max_seq_length: int, short_seq_p
     [2, 18, 3]
     """
     max_num_tokens = max_seq_length - 2
+    randint = _randint_of(rng)
 
     def draw_target() -> int:
         if rng.random() < short_seq_prob:
             if stats is not None:
                 stats["short_target_passes"] += 1
-            return rng.randint(2, max_num_tokens)
+            return randint(2, max_num_tokens)
         return max_num_tokens
 
     instances = []
