@@ -20,6 +20,7 @@ True
 from __future__ import annotations
 
 import functools
+import gc
 import unicodedata
 
 import numpy as np
@@ -148,6 +149,11 @@ class BasicTokenizerTables:
             category = unicodedata.category(ch)
             if category in ("Cn", "Co") and not (0x3400 <= cp <= 0x2FA1F and is_cjk(cp)):
                 continue  # no rule touches unassigned or private-use characters
+            if lower_case and is_plain_ideograph(cp, ch, category):
+                # Most assigned code points; what the full rules below make of them,
+                # without their cost (a third of the tables' build time).
+                first[cp] = full[cp] = f" {ch} "
+                continue
             if not lower_case:
                 out = cased_rule(ch)
                 if out != ch:
@@ -178,6 +184,14 @@ class BasicTokenizerTables:
             self.ccc = TwoLevelTable(ccc)
 
 
+def is_plain_ideograph(cp: int, ch: str, category: str) -> bool:
+    """A CJK ideograph (a letter without case or decomposition) that every rule leaves
+    alone except the spaces around it: lower() and NFD keep it, it is no punctuation,
+    space or mark, and it is neither cased nor case-ignorable for the final sigma."""
+    return (0x3400 <= cp <= 0x2FA1F and category == "Lo" and is_cjk(cp)
+            and not unicodedata.decomposition(ch))
+
+
 def cased_rule(ch: str) -> str:
     """Cleaning, then spaces around CJK ideographs and punctuation."""
     if is_removed(ch):
@@ -205,6 +219,14 @@ def strip_mark_pad_punctuation(ch: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def basic_tokenizer_tables(lower_case: bool) -> BasicTokenizerTables:
-    # Eager constants: built once per process and captured by every traced graph.
-    with tf.init_scope():
-        return BasicTokenizerTables(lower_case)
+    # Eager constants: built once per process and captured by every traced graph. The
+    # build makes hundreds of thousands of small strings and tuples and no reference
+    # cycle: the cyclic garbage collector is paused (a fifth of its time otherwise).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with tf.init_scope():
+            return BasicTokenizerTables(lower_case)
+    finally:
+        if collecting:
+            gc.enable()

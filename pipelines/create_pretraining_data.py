@@ -27,7 +27,10 @@ Example:
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import shlex
+import sys
 import time
 from functools import partial
 
@@ -157,7 +160,21 @@ def run(args: argparse.Namespace) -> int:
     bad.update({k: v for k, v in totals.items() if k.startswith("nsp_") and v})
     if bad:
         print("Input handled: " + ", ".join(f"{k}={v}" for k, v in sorted(bad.items())) + ".")
+    if _process_is_this_command():
+        # The process ends now. Freezing the heap spares interpreter shutdown a final
+        # garbage collection over the millions of objects TensorFlow's import made (every
+        # file is already closed): measured 1.1 s -> 0.2 s, a tenth of a 4x-corpus run.
+        gc.freeze()
     return 0
+
+
+def _process_is_this_command() -> bool:
+    """Whether this process is the `keras-bert` command itself (its console script or
+    `python -m keras_bert`), not a program that calls `run` and goes on."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return (os.path.basename(sys.argv[0]) == "keras-bert"
+            or getattr(spec, "name", None) == "keras_bert.__main__")
 
 
 def _beam_options(args: argparse.Namespace) -> list[str]:

@@ -433,3 +433,27 @@ def test_every_code_point_equals_google_basic_tokenizer(lower_case):
             got = tok.normalize(tf.constant(chunk)).numpy()
             for text, have in zip(chunk, got):
                 assert have.decode("utf-8") == " ".join(basic.tokenize(text)), repr(text)
+
+
+def test_the_ideograph_shortcut_of_the_tables_is_what_the_full_rules_give():
+    # BasicTokenizerTables takes CJK ideographs (most assigned code points) by a shortcut:
+    # each must be what the per-character rules make of it, in this Python's Unicode.
+    from keras_bert import unicode_tables as ut
+
+    plain = 0
+    for low, high in ut.CJK_RANGES:
+        for cp in range(low, high + 1):
+            ch = chr(cp)
+            if not ut.is_plain_ideograph(cp, ch, unicodedata.category(ch)):
+                continue
+            plain += 1
+            padded = f" {ch} "
+            stage1 = ut.clean_and_pad(ch)
+            assert stage1 == padded
+            assert "".join(ut.strip_mark_pad_punctuation(c) for c in stage1) == padded
+            assert ut.strip_mark_pad_punctuation(ch) == ch
+            assert not ut.is_removed(ch) and not ut.is_separator(ch)
+            assert ut.sigma_class(ch) == ut.OTHER and unicodedata.combining(ch) == 0
+    assert plain > 80_000
+    # The compatibility ideographs decompose (NFD) and take the full rules.
+    assert not ut.is_plain_ideograph(0xF900, "\uf900", "Lo")
