@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import weakref
+
 import keras
+import numpy as np
+import tensorflow as tf
 
 from keras_bert.config import BertConfig
 from keras_bert.layers import BertEmbeddings, BertPooler, TransformerBlock, attention_bias
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+# encoder -> its compiled inference call (kept outside the model so that SavedModel
+# export and Keras tracking never see it).
+_COMPILED_CALLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _concrete(value) -> bool:
+    return isinstance(value, (np.ndarray, tf.Tensor)) and not isinstance(
+        value, keras.KerasTensor)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -38,7 +51,15 @@ class BertEncoder(keras.Model):
     >>> out = encoder(batch)
     >>> tuple(out["sequence_output"].shape), len(out["encoder_outputs"])
     ((1, 5, 128), 2)
+
+    Called eagerly for inference (`encoder(inputs)` in a notebook, `training` not True),
+    the encoder runs as one `tf.function` traced once per input signature
+    (`reduce_retracing`: after a second shape the batch and sequence axes stay
+    unknown), not layer by layer: 1.4x the eager rate on a CPU
+    (`benchmarks/encoder_throughput.py`). `compile_eager_calls = False` turns that off.
     """
+
+    compile_eager_calls = True
 
     def __init__(self, config: BertConfig | dict, output_attentions: bool = False,
                  dtype=None, name: str = "bert_encoder", **kwargs):
@@ -96,6 +117,22 @@ class BertEncoder(keras.Model):
         self.embeddings = embeddings
         self.transformer_layers = blocks
         self.pooler = pooler
+
+    def __call__(self, inputs, *args, **kwargs):
+        if (self.compile_eager_calls and not args and set(kwargs) <= {"training"}
+                and not kwargs.get("training") and tf.executing_eagerly() and self.built
+                and isinstance(inputs, dict) and set(inputs) == set(INPUT_NAMES)
+                and all(_concrete(v) for v in inputs.values())):
+            compiled = _COMPILED_CALLS.get(self)
+            if compiled is None:
+                model = weakref.ref(self)  # the cache must not keep the encoder alive
+                compiled = tf.function(
+                    lambda x: super(BertEncoder, model()).__call__(x, training=False),
+                    reduce_retracing=True, autograph=False)
+                _COMPILED_CALLS[self] = compiled
+            return compiled({name: tf.convert_to_tensor(value)
+                             for name, value in inputs.items()})
+        return super().__call__(inputs, *args, **kwargs)
 
     @property
     def word_embeddings(self) -> keras.layers.Embedding:

@@ -224,5 +224,7 @@ def test_fit_with_xla_and_mixed_precision(tiny_config):
     model.compile(optimizer=keras.optimizers.Adam(3e-3), jit_compile=True)
     assert model(x).dtype == "float32"  # logits leave in float32 for the loss
     first = model.evaluate(x, y, verbose=0, return_dict=True)["loss"]
-    model.fit(x, y, epochs=12, batch_size=16, verbose=0, shuffle=False)
+    # 30 epochs: with 12, whether the loss fell below 0.7x depended on the dropout draws
+    # (8 seeds gave 0.12x to 1.66x); with 30 every seed tried ends below 0.12x.
+    model.fit(x, y, epochs=30, batch_size=16, verbose=0, shuffle=False)
     assert model.evaluate(x, y, verbose=0, return_dict=True)["loss"] < 0.7 * first

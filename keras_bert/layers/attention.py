@@ -4,6 +4,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from keras_bert.layers.dropout import BertDropout
+
 # The additive mask google-research/bert applies to padded keys before the softmax.
 MASK_BIAS = -10000.0
 
@@ -100,7 +102,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.output_dense = keras.layers.EinsumDense(
             "abcd,cde->abe", output_shape=(None, hidden), bias_axes="e",
             kernel_initializer=init, dtype=self.dtype_policy, name="attention_output")
-        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout = BertDropout(dropout, dtype=self.dtype_policy, name="dropout")
         self._scale = 1.0 / float(head_size) ** 0.5
 
     def build(self, input_shape):

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_bert.layers.dropout import BertDropout
+
 
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertEmbeddings(keras.layers.Layer):
@@ -54,7 +56,7 @@ class BertEmbeddings(keras.layers.Layer):
             dtype=self.dtype_policy, name="token_type_embeddings")
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype=self.dtype_policy, name="layer_norm")
-        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout = BertDropout(dropout, dtype=self.dtype_policy, name="dropout")
 
     def build(self, input_shape=None):
         self.word_embeddings.build()
