@@ -137,7 +137,6 @@ def wall_shares(intervals):
 def build_step(workload: str, batch: int, seq: int, predictions: int, xla: bool):
     import numpy as np
     import tensorflow as tf
-
     from pretraining_throughput import SHAPE, _batch, _keras_bert
 
     b = _batch(batch, seq, predictions, SHAPE["vocab_size"])

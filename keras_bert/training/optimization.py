@@ -105,10 +105,24 @@ class _ClipSummedGradients:
             list(zip(clipped, variables)), learning_rate)
 
 
+def _resource_handle(variable):
+    """The resource handle of a plain (not distributed) TF variable, else None."""
+    if isinstance(variable, keras.Variable):
+        variable = variable.value
+    if isinstance(variable, tf.distribute.DistributedValues):
+        return None
+    return getattr(variable, "handle", None)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class AdamW(_ClipSummedGradients, keras.optimizers.AdamW):
     """`keras.optimizers.AdamW` whose `global_clipnorm` clips the gradient summed over
     replicas (see `_ClipSummedGradients`); identical to it on one device.
+
+    Each variable's Adam update is TensorFlow's fused `ResourceApplyAdam` kernel (the
+    same arithmetic as Keras's `Adam.update_step`, in one op instead of about ten) when
+    the variable is a plain TF variable; under a multi-replica strategy, and with
+    `amsgrad`, it is Keras's update.
 
     Example:
 
@@ -118,6 +132,21 @@ class AdamW(_ClipSummedGradients, keras.optimizers.AdamW):
     >>> [round(float(x), 3) for x in w.numpy()]
     [0.9, 0.9]
     """
+
+    def update_step(self, gradient, variable, learning_rate):
+        index = self._get_variable_index(variable)
+        handles = [_resource_handle(x) for x in (variable, self._momentums[index],
+                                                 self._velocities[index])]
+        if self.amsgrad or any(h is None for h in handles):
+            return super().update_step(gradient, variable, learning_rate)
+        dtype = variable.dtype
+        step = ops.cast(self.iterations + 1, dtype)
+        beta_1, beta_2 = ops.cast(self.beta_1, dtype), ops.cast(self.beta_2, dtype)
+        tf.raw_ops.ResourceApplyAdam(
+            var=handles[0], m=handles[1], v=handles[2], beta1_power=ops.power(beta_1, step),
+            beta2_power=ops.power(beta_2, step), lr=ops.cast(learning_rate, dtype),
+            beta1=beta_1, beta2=beta_2, epsilon=ops.cast(self.epsilon, dtype),
+            grad=ops.cast(gradient, dtype))
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
