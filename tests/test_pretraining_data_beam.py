@@ -171,7 +171,8 @@ def test_the_command_runs_beam_and_refuses_local_only_flags(corpus, vocab_file, 
     assert shard_bytes(tmp_path / "out") == shard_bytes(local_run[1])
     for extra, field in ((["--num_workers=2"], "--num_workers"),
                          (["--num_shards=2", "--shard_index=1"], "--shard_index, --num_shards"),
-                         (["--beam_options=--runner='Direct"], "--beam_options")):
+                         (["--beam_options=--runner='Direct"], "--beam_options"),
+                         (["--beam_options=--runer=DataflowRunner"], "did you mean --runner?")):
         code = cli.main([*common, f"--output_dir={tmp_path / 'refused'}", *extra])
         assert code == 2 and field in capsys.readouterr().err
     code = cli.main([*common[:-2], f"--output_dir={tmp_path / 'refused'}",

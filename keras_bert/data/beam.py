@@ -45,6 +45,7 @@ Example:
 from __future__ import annotations
 
 import collections
+import difflib
 import os
 
 try:
@@ -194,6 +195,24 @@ def build_pipeline(pipeline: beam.Pipeline, files: list[str], vocab: list[str],
          beam.pvalue.AsDict(shard_counts), beam.pvalue.AsSingleton(input_stats)))
 
 
+def _check_flags(options: PipelineOptions, flags: list[str]) -> None:
+    """Refuses flags that no Beam pipeline option takes: Beam would drop them with a
+    warning and run anyway, e.g. on the DirectRunner for a misspelt `--runner`."""
+    parsers = []
+    options.get_all_options(add_extra_args_fn=parsers.append)  # Beam's own parser
+    _, unknown = parsers[0].parse_known_args(flags)
+    if unknown:
+        known = [name for action in parsers[0]._actions for name in action.option_strings]
+        hints = []
+        for flag in unknown:
+            close = difflib.get_close_matches(flag.split("=", 1)[0], known, n=1)
+            hints.append(f"{flag} (did you mean {close[0]}?)" if close else flag)
+        raise ArgumentError(f"Beam takes no pipeline option {', '.join(hints)}; the options "
+                            "are those of apache_beam.options.pipeline_options (--runner, "
+                            "--direct_num_workers, --project, --flink_master, ...).",
+                            field="beam_options")
+
+
 def create_pretraining_data_beam(inputs: str | list[str], output_dir: str, vocab_file: str,
                                  options: PretrainingDataOptions = _DEFAULT_OPTIONS,
                                  *, beam_options: list[str] | PipelineOptions | None = None,
@@ -220,8 +239,9 @@ def create_pretraining_data_beam(inputs: str | list[str], output_dir: str, vocab
         The sidecar's content, as `create_pretraining_data` returns it.
 
     Raises:
-        ArgumentError: `options` is not a `PretrainingDataOptions`, or the input is a
-            `tf.data.Dataset` (read it with the local path).
+        ArgumentError: `options` is not a `PretrainingDataOptions`, the input is a
+            `tf.data.Dataset` (read it with the local path), or a flag of
+            `beam_options` is no Beam pipeline option.
         InputNotFoundError, VocabError, OutputError, DataError: as the local path.
     """
     if not isinstance(options, PretrainingDataOptions):
@@ -232,7 +252,9 @@ def create_pretraining_data_beam(inputs: str | list[str], output_dir: str, vocab
                             f"{type(inputs).__name__} is read by create_pretraining_data.",
                             field="inputs")
     if not isinstance(beam_options, PipelineOptions):
-        beam_options = PipelineOptions(list(beam_options or []))
+        flags = [str(flag) for flag in beam_options or []]
+        beam_options = PipelineOptions(flags)
+        _check_flags(beam_options, flags)
     run = pretraining_lib._start_run(inputs, output_dir, vocab_file, options, 0, 1, overwrite)
     done = {name: stats for name, stats in run.sidecar.shards.items()
             if run.sidecar.is_done(run.output_dir, name)}
