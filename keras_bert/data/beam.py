@@ -131,7 +131,7 @@ class _BuildShard(beam.DoFn):
         if name in self.done and kb_io.exists(path):
             yield name, self.done[name]
             return
-        text_documents = [document for _, document in sorted(located)]
+        text_documents = [document for _, document in sorted(located, key=lambda x: x[0])]
         stats = self.writer(shard_ids[chunk_id], text_documents, path)
         # Lets the reader name a shard truncated later (`tfrecords.check_shard_sizes`).
         yield name, {**stats, "file_bytes": kb_io.file_size(path)}
