@@ -45,6 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "or the tanh pooler output")
     parser.add_argument("--batch_size", type=positive_int, default=32,
                         help="sentences per forward pass (default: %(default)s)")
+    parser.add_argument("--precision", choices=("float32", "mixed_bfloat16"),
+                        default="float32",
+                        help="float32, or mixed_bfloat16: bfloat16 compute with float32 "
+                             "weights and embeddings (faster on CPUs with AVX512-BF16 or "
+                             "AMX; embeddings within about 1e-3 cosine distance of "
+                             "float32's) (default: %(default)s)")
     parser.add_argument("--output", help="write the embeddings [n, H] to this .npy file")
     add_boolean(parser, "progress", True, "show a progress bar")
 
@@ -82,24 +88,33 @@ def _read_sentences(args) -> list[str]:
 
 
 def embed(encoder, preprocessor, sentences, pooling="mean", batch_size=32, progress=True):
-    """Embeddings [n, H] of `sentences` (float32 numpy)."""
+    """Embeddings [n, H] of `sentences` (float32 numpy).
+
+    Tokenization, the encoder and the pooling run as one `tf.function` (traced once: the
+    preprocessor pads every batch to its `seq_length`), not op by op.
+    """
     import tensorflow as tf
     from tqdm import tqdm
 
-    batches = range(0, len(sentences), batch_size)
-    out = []
-    for start in tqdm(batches, desc="encoding", unit="batch",
-                      disable=not progress or len(batches) < 2):
-        inputs = preprocessor(tf.constant(sentences[start:start + batch_size]))
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+    def forward(text):
+        inputs = preprocessor(text)
         result = encoder(inputs, training=False)
         if pooling == "pooled":
             vectors = result["pooled_output"]
         elif pooling == "cls":
             vectors = result["sequence_output"][:, 0]
-        else:
-            mask = tf.cast(inputs["input_mask"], result["sequence_output"].dtype)[..., None]
-            vectors = tf.reduce_sum(result["sequence_output"] * mask, 1) / tf.reduce_sum(mask, 1)
-        out.append(np.asarray(vectors, dtype=np.float32))
+        else:  # the mean over real tokens, summed in float32
+            sequence = tf.cast(result["sequence_output"], tf.float32)
+            mask = tf.cast(inputs["input_mask"], tf.float32)[..., None]
+            vectors = tf.reduce_sum(sequence * mask, 1) / tf.reduce_sum(mask, 1)
+        return tf.cast(vectors, tf.float32)
+
+    batches = range(0, len(sentences), batch_size)
+    out = []
+    for start in tqdm(batches, desc="encoding", unit="batch",
+                      disable=not progress or len(batches) < 2):
+        out.append(forward(tf.constant(sentences[start:start + batch_size])).numpy())
     return np.concatenate(out)
 
 
@@ -135,7 +150,8 @@ def run(args) -> int:
                   else args.do_lower_case)
     tokenizer = BertTokenizer(vocab, lower_case=lower_case)
     preprocessor = BertPreprocessor(tokenizer, seq_length=args.max_seq_length)
-    encoder = load_encoder(model)
+    encoder = load_encoder(model, dtype=None if args.precision == "float32"
+                           else args.precision)
     vectors = embed(encoder, preprocessor, sentences, args.pooling, args.batch_size,
                     progress=args.progress)
     lengths = tokenizer.tokenize(sentences).row_lengths().numpy() + 2  # [CLS], [SEP]
