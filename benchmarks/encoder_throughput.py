@@ -20,6 +20,12 @@ attention scores and context) and nothing else: the seq/s the encoder would reac
 everything but the matmuls were free. The summary gives each mode's fraction of the
 plain-TF (graph) ceiling, and for XLA also of the XLA-compiled ceiling.
 
+`--precision mixed_bfloat16` runs every implementation in bfloat16: the Keras dtype policy
+for keras_bert and keras-hub (bfloat16 compute, float32 weights), `torch.autocast` to
+bfloat16 for Hugging Face, bfloat16 matmuls for the ceiling; and it adds
+``keras_bert_float32``, keras_bert's float32 encoder in the same run, for the summary's
+``bfloat16_speedup_vs_own_float32_<mode>``.
+
 keras_bert runs with both GELU forms: ``keras_bert_gelu_tanh`` uses the tanh
 approximation, as keras-hub's ``BertBackbone`` does, and gives the like-for-like
 ``speedup_vs_keras_hub_<mode>``; ``keras_bert`` uses exact GELU (BertConfig's default and
@@ -52,6 +58,22 @@ def encoder_flops(batch, seq, layers, hidden, inter):
     return batch * layers * per_layer
 
 
+def cpu_model() -> str:
+    """The CPU's model name and its bfloat16 instruction sets (AMX, AVX512-BF16)."""
+    name, flags = "unknown", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and name == "unknown":
+                    name = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    bf16 = [f for f in ("amx_bf16", "avx512_bf16") if f in flags]
+    return f"{name} ({', '.join(bf16) or 'no bf16 instructions'})"
+
+
 def _inputs(batch, seq, vocab):
     import numpy as np
 
@@ -65,21 +87,25 @@ MODES = ("eager", "graph", "xla")
 # with the tanh approximation (google-research/bert's "gelu"), which is what keras-hub's
 # BertBackbone uses, so "keras_bert_gelu_tanh" vs "keras_hub" is like for like.
 IMPLS = ("ceiling", "keras_bert", "keras_bert_gelu_tanh", "keras_hub", "hf_torch")
+PRECISIONS = ("float32", "mixed_bfloat16")
 EAGER_ONLY = ("hf_torch",)
 
 
-def build(impl, mode, batch, seq):
+def build(impl, mode, batch, seq, precision="float32"):
     """Returns a zero-argument callable running one forward pass of `impl`."""
     import tensorflow as tf
+
+    bf16 = precision == "mixed_bfloat16"
+    policy = "float32" if impl == "keras_bert_float32" else precision
 
     ids, mask, types = (tf.constant(a) for a in _inputs(batch, seq, SHAPE["vocab_size"]))
     L, H, A, inter = (SHAPE[k] for k in ("num_layers", "hidden_size", "num_heads",
                                          "intermediate_size"))
-    if impl in ("keras_bert", "keras_bert_gelu_tanh"):
+    if impl in ("keras_bert", "keras_bert_gelu_tanh", "keras_bert_float32"):
         from keras_bert import BertConfig, BertEncoder
 
         act = "gelu_tanh" if impl == "keras_bert_gelu_tanh" else "gelu"
-        model = BertEncoder(BertConfig(**SHAPE, hidden_act=act))
+        model = BertEncoder(BertConfig(**SHAPE, hidden_act=act), dtype=policy)
 
         def call(i, m, t):
             return model({"input_word_ids": i, "input_mask": m, "input_type_ids": t},
@@ -89,7 +115,7 @@ def build(impl, mode, batch, seq):
 
         model = keras_hub.models.BertBackbone(
             vocabulary_size=SHAPE["vocab_size"], num_layers=L, num_heads=A, hidden_dim=H,
-            intermediate_dim=inter, max_sequence_length=512)
+            intermediate_dim=inter, max_sequence_length=512, dtype=policy)
 
         def call(i, m, t):
             return model({"token_ids": i, "padding_mask": m, "segment_ids": t},
@@ -108,9 +134,9 @@ def build(impl, mode, batch, seq):
                    for a in _inputs(batch, seq, SHAPE["vocab_size"])]
 
         def run_torch():
-            with torch.inference_mode():
+            with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
                 return model(input_ids=tensors[0], attention_mask=tensors[1],
-                             token_type_ids=tensors[2]).last_hidden_state.numpy()
+                             token_type_ids=tensors[2]).last_hidden_state.float().numpy()
 
         return run_torch
     elif impl == "ceiling":
@@ -118,13 +144,14 @@ def build(impl, mode, batch, seq):
         # Distinct weights per projection and layer: with one shared matrix, grappler's
         # common-subexpression elimination merges the Q, K and V products into one and
         # the "ceiling" skips a sixth of the work.
-        w = [{k: tf.random.normal(s) * 0.05 for k, s in
+        dtype = tf.bfloat16 if bf16 else tf.float32
+        w = [{k: tf.cast(tf.random.normal(s) * 0.05, dtype) for k, s in
               [("q", (H, H)), ("k", (H, H)), ("v", (H, H)), ("o", (H, H)),
                ("w1", (H, inter)), ("w2", (inter, H))]} for _ in range(L)]
-        x0 = tf.random.normal((batch * seq, H))
+        x0 = tf.cast(tf.random.normal((batch * seq, H)), dtype)
 
         def call(i, m, t):
-            x = x0 + tf.cast(i[0, 0], tf.float32) * 0
+            x = x0 + tf.cast(i[0, 0], dtype) * 0
             for lw in w:
                 q, k, v = (tf.reshape(tf.matmul(x, lw[n]), (batch * A, seq, d))
                            for n in "qkv")
@@ -138,9 +165,9 @@ def build(impl, mode, batch, seq):
     return lambda: fn(ids, mask, types).numpy()
 
 
-def peak_rss_child(impl, mode, batch, seq):
+def peak_rss_child(impl, mode, batch, seq, precision):
     """Child mode: a few passes of one implementation, then its peak RSS."""
-    run = build(impl, mode, batch, seq)
+    run = build(impl, mode, batch, seq, precision)
     for _ in range(3):
         run()
     return {"impl": impl, "mode": mode,
@@ -149,7 +176,7 @@ def peak_rss_child(impl, mode, batch, seq):
 
 def _peak_rss(impl, mode, args):
     cmd = [sys.executable, __file__, "--impl", impl, "--mode", mode,
-           "--batch", str(args.batch), "--seq", str(args.seq)]
+           "--batch", str(args.batch), "--seq", str(args.seq), "--precision", args.precision]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         return None
@@ -161,13 +188,20 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--precision", choices=PRECISIONS, default="float32")
+    parser.add_argument("--impls", default=None, help="comma-separated subset of "
+                        + ",".join(IMPLS) + " (default: all)")
     parser.add_argument("--impl", help=argparse.SUPPRESS)  # child mode (peak RSS)
     parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.impl:
-        print(json.dumps(peak_rss_child(args.impl, args.mode, args.batch, args.seq)))
+        print(json.dumps(peak_rss_child(args.impl, args.mode, args.batch, args.seq,
+                                        args.precision)))
         return
-    variants = [(impl, mode) for impl in IMPLS for mode in MODES
+    impls = list(args.impls.split(",") if args.impls else IMPLS)
+    if args.precision != "float32" and "keras_bert" in impls:
+        impls.insert(impls.index("keras_bert") + 1, "keras_bert_float32")
+    variants = [(impl, mode) for impl in impls for mode in MODES
                 if mode == "eager" or impl not in EAGER_ONLY]
     # Children first: Linux keeps ru_maxrss across exec, so a child started after this
     # process has built models would inherit (and report) this process's peak.
@@ -175,7 +209,7 @@ def main():
     runs, skipped = {}, {}
     for key in variants:
         try:
-            runs[key] = build(*key, args.batch, args.seq)
+            runs[key] = build(*key, args.batch, args.seq, args.precision)
             runs[key]()  # trace/compile
             runs[key]()
         except ImportError as e:
@@ -198,12 +232,14 @@ def main():
             continue
         seconds = sorted(times[key])[len(times[key]) // 2]
         results[key] = line = {
-            "impl": impl, "mode": mode, "batch": args.batch, "seq": args.seq,
+            "impl": impl, "mode": mode, "precision": "float32" if impl == "keras_bert_float32"
+            else args.precision, "batch": args.batch, "seq": args.seq,
             "seq_per_s": round(args.batch / seconds, 2), "ms_per_batch": round(seconds * 1e3, 1),
             "gflops": round(flops / seconds / 1e9, 1), "peak_rss_mb": peak_rss[key]}
         print(json.dumps(line), flush=True)
     summary = {"summary": "encoder_throughput", **SHAPE, "batch": args.batch, "seq": args.seq,
-               "rounds": args.rounds, "load_average_1m": round(os.getloadavg()[0], 2)}
+               "precision": args.precision, "rounds": args.rounds, "cpu": cpu_model(),
+               "load_average_1m": round(os.getloadavg()[0], 2)}
     ceiling = results.get(("ceiling", "graph"))
     for mode in MODES:
         hub = results.get(("keras_hub", mode))
@@ -221,6 +257,19 @@ def main():
             if (impl, mode) in results:
                 summary[f"speedup_vs_hf_torch_{mode}_exact_gelu"] = round(
                     results[(impl, mode)]["seq_per_s"] / torch_eager["seq_per_s"], 2)
+    for mode in MODES:
+        ours, own_f32 = results.get(("keras_bert", mode)), results.get(("keras_bert_float32",
+                                                                         mode))
+        if ours and own_f32:
+            summary[f"bfloat16_speedup_vs_own_float32_{mode}"] = round(
+                ours["seq_per_s"] / own_f32["seq_per_s"], 2)
+        peers = [results[(p, mode)] for p in ("keras_hub", "hf_torch") if (p, mode) in results]
+        if ours and peers:
+            best = max(peers, key=lambda r: r["seq_per_s"])
+            summary[f"speedup_vs_fastest_peer_{mode}_exact_gelu"] = round(
+                ours["seq_per_s"] / best["seq_per_s"], 2)
+            summary[f"fastest_peer_{mode}"] = best["impl"] + (
+                "" if best["mode"] == mode else f" ({best['mode']})")
     xla_ceiling = results.get(("ceiling", "xla"))
     ours_xla = results.get(("keras_bert_gelu_tanh", "xla"))
     if xla_ceiling and ours_xla:
