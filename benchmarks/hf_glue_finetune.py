@@ -208,10 +208,15 @@ def run_job(job: dict, import_seconds: float) -> dict:
     else:
         scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total)
 
+    # mixed_bfloat16: float32 weights and optimizer, the forward pass under CPU autocast
+    # to bfloat16 (what Trainer's bf16=True does on a CPU).
+    bf16 = job.get("precision") == "mixed_bfloat16"
+
     def evaluate():
         model.eval()
         outputs = []
-        with torch.inference_mode():
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16,
+                                                    enabled=bf16):
             for batch in dev_loader:
                 batch.pop("labels", None)
                 outputs.append(model(**batch).logits.float().numpy())
@@ -230,7 +235,8 @@ def run_job(job: dict, import_seconds: float) -> dict:
         for batch in loader:
             if step >= total:
                 break
-            loss = model(**batch).loss
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = model(**batch).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
@@ -254,7 +260,7 @@ def run_job(job: dict, import_seconds: float) -> dict:
     cpu_seconds = sum(epoch_cpu_seconds)
     return {
         "side": "hf", "impl": "transformers BertForSequenceClassification (PyTorch)",
-        "task": task, "padding": padding, "precision": "float32",
+        "task": task, "padding": padding, "precision": job.get("precision", "float32"),
         "train_examples": len(train_rows), "dev_examples": len(dev_rows),
         "epochs": job["epochs"], "max_seq_length": seq, "batch_size": job["batch_size"],
         "learning_rate": job["learning_rate"], "schedule": job["schedule"],
