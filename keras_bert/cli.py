@@ -7,6 +7,7 @@ traceback)."""
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -82,7 +83,16 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0" if "--debug" in argv else "3")
     from keras_bert.pipelines import flags
 
-    parser = build_parser()
+    # Loading the subcommands imports TensorFlow and Keras: about a million objects and no
+    # garbage, which the cyclic garbage collector would scan again and again for nothing
+    # (measured: a quarter of the CPU time of the imports, 0.7 s).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        parser = build_parser()
+    finally:
+        if collecting:
+            gc.enable()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
