@@ -158,6 +158,21 @@ def test_fused_adamw_update_equals_keras_adamw(jit_compile):
     assert not np.allclose(results[0][0], initial[0], atol=1e-3)  # it did move
 
 
+def test_adamw_steps_on_the_summed_sparse_gradient():
+    # An embedding lookup's gradient: IndexedSlices with a repeated row. Adam's first
+    # step moves every element with a nonzero summed gradient by the learning rate
+    # (m_hat / sqrt(v_hat) = g / |g|), whatever the rows' multiplicity.
+    from keras_bert.training.optimization import AdamW
+
+    grad = tf.IndexedSlices(tf.constant([[1.0, 2.0], [3.0, 4.0], [0.5, -0.5]]),
+                            tf.constant([0, 0, 1]), tf.constant([3, 2]))
+    variable = keras.Variable(np.zeros((3, 2), "float32"), name="embeddings")
+    opt = AdamW(learning_rate=0.1, weight_decay=0.0, epsilon=1e-6)
+    tf.function(lambda: opt.apply([grad], [variable]))()
+    np.testing.assert_allclose(variable.numpy(), [[-0.1, -0.1], [-0.1, 0.1], [0, 0]],
+                               atol=1e-5)
+
+
 def test_masked_lm_loss_averages_over_real_predictions():
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(3, 4, 7)).astype("float32")

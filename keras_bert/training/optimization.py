@@ -122,7 +122,9 @@ class AdamW(_ClipSummedGradients, keras.optimizers.AdamW):
     Each variable's Adam update is TensorFlow's fused `ResourceApplyAdam` kernel (the
     same arithmetic as Keras's `Adam.update_step`, in one op instead of about ten) when
     the variable is a plain TF variable; under a multi-replica strategy, and with
-    `amsgrad`, it is Keras's update.
+    `amsgrad`, it is Keras's update. Sparse gradients (embedding lookups) are summed into
+    a dense gradient first: Keras's Adam treats repeated rows of an `IndexedSlices` as
+    separate gradients in its second moment, which is not Adam.
 
     Example:
 
@@ -134,6 +136,12 @@ class AdamW(_ClipSummedGradients, keras.optimizers.AdamW):
     """
 
     def update_step(self, gradient, variable, learning_rate):
+        # An embedding lookup's gradient is an IndexedSlices whose indices repeat (one
+        # slice per token). Keras's Adam updates the second moment with the sum of the
+        # squared slices, not the square of their sum, so a repeated row's step is not
+        # Adam's; summed into a dense gradient first, both paths below are Adam.
+        if isinstance(gradient, tf.IndexedSlices):
+            gradient = tf.convert_to_tensor(gradient)
         index = self._get_variable_index(variable)
         handles = [_resource_handle(x) for x in (variable, self._momentums[index],
                                                  self._velocities[index])]
