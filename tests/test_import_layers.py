@@ -160,3 +160,11 @@ def test_the_checker_sees_lazy_and_relative_imports(tmp_path):
                       "from ..io import write_json\n")
     found = {t for t, _ in _imports("keras_bert.data.m", str(source))}
     assert found == {"keras_bert.cli", "keras_bert.io"}
+
+
+def test_only_the_beam_runner_imports_the_beam_module():
+    # keras_bert.data.beam needs the optional `beam` extra (apache-beam): `import
+    # keras_bert` must never load it; only `create-pretraining-data --runner beam` does.
+    importers = {module for module, imports in GRAPH.items()
+                 if any(target == "keras_bert.data.beam" for target, _ in imports)}
+    assert importers == {"keras_bert.pipelines.create_pretraining_data"}
