@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 NAME_CATEGORIES = (
     ("dropout", r"dropout"),
     ("gelu", r"[Gg]elu|Erfc?\b"),
+    ("softmax", r"softmax"),
     ("layer_norm", r"layer_norm"),
     ("optimizer", r"adam_w|AdamW|optimizer|clip|global_norm|Assign"),
     ("loss", r"compile_loss|SparseSoftmaxCrossEntropy|masked_lm_loss"),

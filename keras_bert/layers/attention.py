@@ -127,8 +127,9 @@ class BertSelfAttention(keras.layers.Layer):
         q = heads(self.query, self._scale)
         k, v = heads(self.key), heads(self.value)
         scores = tf.matmul(q, k, transpose_b=True)          # [batch, A, seq, seq]
-        probs = tf.nn.softmax(tf.cast(scores, "float32") + tf.cast(bias, "float32"))
-        probs = tf.cast(probs, dtype)
+        with tf.name_scope("softmax"):  # names its ops (and their gradients) in profiles
+            probs = tf.nn.softmax(tf.cast(scores, "float32") + tf.cast(bias, "float32"))
+            probs = tf.cast(probs, dtype)
         context = tf.matmul(self.dropout(probs, training=training), v)
         context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)),
                              (-1, self.num_heads * self.head_size))
