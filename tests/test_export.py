@@ -67,7 +67,7 @@ class _NoKerasBert(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, _NoKerasBert())
 repo = sys.argv[3]
-sys.path = [p for p in sys.path if p and not p.startswith(repo)]
+sys.path = [p for p in sys.path if p and p != repo and not p.startswith(repo + '/')]
 try:
     import keras_bert  # noqa: F401
     blocked = False
