@@ -39,7 +39,7 @@ def _dense_head(encoder, features, units, dropout, name="logits"):
     x = keras.layers.Dropout(dropout, dtype=encoder.dtype_policy,
                              name="classifier_dropout")(features)
     logits = keras.layers.Dense(units, kernel_initializer=_initializer(encoder),
-                                dtype=encoder.dtype_policy, name=name)(x)
+                                dtype="float32", name=name)(x)
     return _float32(logits)
 
 

@@ -222,7 +222,7 @@ def test_restarts_keep_the_best_seed_on_dev_in_mixed_bfloat16(tmp_path):
     data = os.path.join(TASK_DATA, "glue", "STS-B")
     out = tmp_path / "stsb"
     metrics = _finetune("stsb", data, out, "--num_restarts", "3", "--seed", "7",
-                        "--precision", "mixed_bfloat16", "--learning_rate", "3e-4")
+                        "--precision", "mixed_bfloat16", "--learning_rate", "1e-3")
     record = json.loads((out / "finetune_config.json").read_text())
     finals = {}
     for entry in record["history"]:  # one entry per epoch of each restart
