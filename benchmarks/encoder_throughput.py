@@ -44,6 +44,8 @@ import subprocess
 import sys
 import time
 
+from machine import cpu_fields, cpu_flags
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 SHAPE = {"num_layers": 6, "hidden_size": 384, "num_heads": 12, "intermediate_size": 1536,
@@ -60,18 +62,10 @@ def encoder_flops(batch, seq, layers, hidden, inter):
 
 def cpu_model() -> str:
     """The CPU's model name and its bfloat16 instruction sets (AMX, AVX512-BF16)."""
-    name, flags = "unknown", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name") and name == "unknown":
-                    name = line.split(":", 1)[1].strip()
-                elif line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
+    flags = cpu_flags()
     bf16 = [f for f in ("amx_bf16", "avx512_bf16") if f in flags]
-    return f"{name} ({', '.join(bf16) or 'no bf16 instructions'})"
+    return (f"{cpu_fields().get('model name', 'unknown')} "
+            f"({', '.join(bf16) or 'no bf16 instructions'})")
 
 
 def _inputs(batch, seq, vocab):

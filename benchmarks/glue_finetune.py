@@ -43,7 +43,7 @@ training epochs alone; keras_bert's include tracing its train function, see
 `import_seconds`, `peak_rss_mb`, `load_avg_before`/`after` and the library versions.
 The summary adds `time_ratio`, `accuracy_delta` (points), `goal_met`, `like_for_like`,
 `token_ids_check` (sequences the two tokenizers turned into different ids), `table`,
-`cpu` (lscpu: AMX, AVX512-BF16) and `load_warning` when the machine was busy.
+`cpu` (/proc/cpuinfo: AMX, AVX512-BF16) and `load_warning` when the machine was busy.
 `--quick` runs only keras_bert grouped and HF max_length/dynamic in the recipe unless
 `--kb_variants`/`--hf_variants` say otherwise.
 """
@@ -58,6 +58,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from machine import cpu_fields, cpu_flags
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -148,15 +150,12 @@ def step_stats(seconds: list[float], batch_size: int) -> dict:
 
 
 def cpu_info() -> dict:
-    """The CPU's model and whether it has AMX / AVX512-BF16 / AVX-512 (from lscpu)."""
+    """The CPU's model and whether it has AMX / AVX512-BF16 / AVX-512 (/proc/cpuinfo)."""
     info = {"cores": len(os.sched_getaffinity(0))}
-    try:
-        text = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
+    if not cpu_fields():
         return info
-    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-    flags = set(fields.get("Flags", "").split())
-    info.update(model=fields.get("Model name", "").strip(),
+    flags = cpu_flags()
+    info.update(model=cpu_fields().get("model name", ""),
                 amx=any(f.startswith("amx") for f in flags),
                 amx_flags=sorted(f for f in flags if f.startswith("amx")),
                 avx512_bf16="avx512_bf16" in flags, avx512f="avx512f" in flags)

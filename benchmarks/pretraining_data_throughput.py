@@ -47,6 +47,7 @@ import time
 from pathlib import Path
 
 import psutil
+from machine import cpu_fields
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "docs-en.txt"
@@ -71,16 +72,7 @@ def repeated_corpus(corpus: Path, times: int, directory: str) -> str:
 def cpu_model() -> str:
     """The CPU's model name with its family/model/stepping (a VM may show only "AMD
     EPYC"; family 26 is Zen 5) from /proc/cpuinfo (Linux), else platform.processor()."""
-    fields = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if not line.strip():
-                    break  # the first processor is enough
-                key, _, value = line.partition(":")
-                fields[key.strip()] = value.strip()
-    except OSError:
-        pass
+    fields = cpu_fields()
     if "model name" not in fields:
         import platform
 

@@ -18,11 +18,6 @@ INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 _COMPILED_CALLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _concrete(value) -> bool:
-    return isinstance(value, (np.ndarray, tf.Tensor)) and not isinstance(
-        value, keras.KerasTensor)
-
-
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertEncoder(keras.Model):
     """The bidirectional Transformer encoder of BERT (paper §3, Figure 1).
@@ -122,7 +117,7 @@ class BertEncoder(keras.Model):
         if (self.compile_eager_calls and not args and set(kwargs) <= {"training"}
                 and not kwargs.get("training") and tf.executing_eagerly() and self.built
                 and isinstance(inputs, dict) and set(inputs) == set(INPUT_NAMES)
-                and all(_concrete(v) for v in inputs.values())):
+                and all(isinstance(v, (np.ndarray, tf.Tensor)) for v in inputs.values())):
             compiled = _COMPILED_CALLS.get(self)
             if compiled is None:
                 model = weakref.ref(self)  # the cache must not keep the encoder alive
