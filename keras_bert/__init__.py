@@ -17,11 +17,21 @@ The public API:
   Serving (`serving_default` ids, `serve_text` raw text) and TF Hub-style reuse.
 - `attention_maps`, `attention_summary`, `read_training_curves` (keras_bert.plotting):
   attention heat maps and training curves (drawing needs the `plot` extra, matplotlib).
+
+`import keras_bert` is light and the same in every process (the `keras-bert` command
+included): each name above loads its module, and TensorFlow, on first use. Keras finds
+keras_bert's classes in a `.keras` file once their module is loaded, so load a saved
+model after naming its class or its module, e.g.:
+
+    import keras
+    import keras_bert.models  # the encoder, its layers and the task models
+    model = keras.saving.load_model("classifier.keras")
+
+(`keras_bert.preprocessing` holds `BertPreprocessor`, `keras_bert.tasks.tagging` the
+feature-based tagger; `load_finetuned` loads a fine-tuning run directory.)
 """
 
 import importlib as _importlib
-import os as _os
-import sys as _sys
 
 __version__ = "0.1.0"
 
@@ -86,17 +96,3 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(_EXPORTS))
-
-
-def _started_as_command() -> bool:
-    """Whether this import is the `keras-bert` command starting (its console script, or
-    `python -m keras_bert` while the package is located): the command configures
-    TensorFlow's logging first and then loads only what the subcommand needs."""
-    return _os.path.basename(_sys.argv[0]) == "keras-bert" or _sys.argv[:1] == ["-m"]
-
-
-if not _started_as_command():
-    # Everything loads now, so that the Keras classes are registered and
-    # `keras.models.load_model` reads a keras_bert `.keras` file after `import keras_bert`.
-    for _module in sorted(set(_EXPORTS.values())):
-        _importlib.import_module(_module)

@@ -34,17 +34,17 @@ def _float32(x):
     return ops.cast(x, "float32")
 
 
-def _dense_head(encoder, features, units, dropout, name="logits"):
-    """Dropout, then a dense layer initialized like BERT's, with float32 outputs."""
-    x = keras.layers.Dropout(dropout, dtype=encoder.dtype_policy,
-                             name="classifier_dropout")(features)
-    logits = keras.layers.Dense(units, kernel_initializer=_initializer(encoder),
-                                dtype="float32", name=name)(x)
-    return _float32(logits)
+class BertTask(keras.Model):
+    """The base of every task model: an encoder plus heads as one functional model.
 
+    It serializes the encoder with the model, follows the encoder's dtype policy, and
+    fills in the task's standard loss, metrics and optimizer in `compile()`. A subclass
+    builds its graph, passes `inputs`/`outputs` here, and lists in `config_fields` the
+    constructor arguments (besides `encoder` and `name`) that `get_config` records (or
+    overrides `task_config`).
+    """
 
-class _BertTask(keras.Model):
-    """Shared plumbing: encoder serialization, dtype policy and compile defaults."""
+    config_fields: tuple[str, ...] = ()
 
     def __init__(self, encoder: BertEncoder, *, inputs, outputs, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -54,12 +54,13 @@ class _BertTask(keras.Model):
         # mixed-precision model also after `from_config` or `.keras` loading.
         self.dtype_policy = encoder.dtype_policy
 
-    def _task_config(self) -> dict:
-        return {}
+    def task_config(self) -> dict:
+        """The constructor arguments besides `encoder` and `name`, for `get_config`."""
+        return {field: getattr(self, field) for field in self.config_fields}
 
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder),
-                "name": self.name, "trainable": self.trainable, **self._task_config()}
+                "name": self.name, "trainable": self.trainable, **self.task_config()}
 
     @classmethod
     def from_config(cls, config):
@@ -109,7 +110,7 @@ def _encoder_inputs(encoder):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertPretrainer(_BertTask):
+class BertPretrainer(BertTask):
     """BERT's pretraining model: masked LM (decoder tied to the word embeddings) and
     next-sentence prediction (paper §3.1).
 
@@ -139,6 +140,8 @@ class BertPretrainer(_BertTask):
     ((2, 2, 50), (2, 2))
     """
 
+    config_fields = ("next_sentence",)
+
     def __init__(self, encoder: BertEncoder, next_sentence: bool = True,
                  name: str = "bert_pretrainer", **kwargs):
         cfg = encoder.config
@@ -161,9 +164,6 @@ class BertPretrainer(_BertTask):
         self.next_sentence = next_sentence
         self.masked_lm = mlm_head
         self.next_sentence_head = nsp_head
-
-    def _task_config(self):
-        return {"next_sentence": self.next_sentence}
 
     def default_loss(self):
         # MaskedLMLoss: the average over the global batch's real predictions, also under
@@ -190,8 +190,35 @@ class BertPretrainer(_BertTask):
         return x, y, sample_weight
 
 
+class DenseHeadTask(BertTask):
+    """The shared constructor of the heads that put dropout and one dense layer on an
+    encoder output: the classifier, the tagger and multiple choice (paper §4).
+
+    `dropout` defaults to the encoder's `hidden_dropout`; `encoder_inputs` maps the
+    model's inputs to what the encoder receives (multiple choice folds its choices into
+    the batch), and `logits_shape` reshapes the logits (back to [batch, choices]).
+    """
+
+    config_fields = ("dropout",)
+
+    def __init__(self, encoder: BertEncoder, *, units: int, dropout: float | None,
+                 output: str, inputs=None, encoder_inputs=None, head_name: str = "logits",
+                 logits_shape=None, **kwargs):
+        dropout = encoder.config.hidden_dropout if dropout is None else dropout
+        inputs = _encoder_inputs(encoder) if inputs is None else inputs
+        features = encoder(inputs if encoder_inputs is None else encoder_inputs)[output]
+        features = keras.layers.Dropout(dropout, dtype=encoder.dtype_policy,
+                                        name="classifier_dropout")(features)
+        logits = _float32(keras.layers.Dense(units, kernel_initializer=_initializer(encoder),
+                                             dtype="float32", name=head_name)(features))
+        if logits_shape is not None:
+            logits = ops.reshape(logits, logits_shape)
+        super().__init__(encoder, inputs=inputs, outputs=logits, **kwargs)
+        self.dropout = dropout
+
+
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertClassifier(_BertTask):
+class BertClassifier(DenseHeadTask):
     """Sentence or sentence-pair classification from the pooled [CLS] output (paper §4.1).
 
     With `num_classes=1` it is a regressor (e.g. STS-B) trained with mean squared error.
@@ -209,19 +236,15 @@ class BertClassifier(_BertTask):
     (2, 3)
     """
 
+    config_fields = ("num_classes", "dropout")
+
     def __init__(self, encoder: BertEncoder, num_classes: int = 2, dropout: float | None = None,
                  name: str = "bert_classifier", **kwargs):
         if num_classes < 1:
             raise ValueError(f"num_classes must be >= 1 (1 means regression), got {num_classes}.")
-        dropout = encoder.config.hidden_dropout if dropout is None else dropout
-        inputs = _encoder_inputs(encoder)
-        logits = _dense_head(encoder, encoder(inputs)["pooled_output"], num_classes, dropout)
-        super().__init__(encoder, inputs=inputs, outputs=logits, name=name, **kwargs)
+        super().__init__(encoder, units=num_classes, dropout=dropout, output="pooled_output",
+                         name=name, **kwargs)
         self.num_classes = num_classes
-        self.dropout = dropout
-
-    def _task_config(self):
-        return {"num_classes": self.num_classes, "dropout": self.dropout}
 
     def default_loss(self):
         if self.num_classes == 1:
@@ -235,7 +258,7 @@ class BertClassifier(_BertTask):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertSpanLabeler(_BertTask):
+class BertSpanLabeler(BertTask):
     """SQuAD-style extractive QA: start and end logits over the sequence (paper §4.2/4.3).
 
     Outputs `start_logits` and `end_logits`, float32 [batch, seq]. Labels are the start
@@ -277,7 +300,7 @@ class BertSpanLabeler(_BertTask):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertTokenClassifier(_BertTask):
+class BertTokenClassifier(DenseHeadTask):
     """Per-token tagging, e.g. NER (paper §5.3): float32 logits [batch, seq, num_classes].
 
     Pass `sample_weight=input_mask` (or a first-sub-token mask) to `fit` so padding and
@@ -295,24 +318,18 @@ class BertTokenClassifier(_BertTask):
     (2, 8, 9)
     """
 
+    config_fields = ("num_classes", "dropout")
+
     def __init__(self, encoder: BertEncoder, num_classes: int, dropout: float | None = None,
                  name: str = "bert_token_classifier", **kwargs):
         if num_classes < 2:
             raise ValueError(f"num_classes must be >= 2 for tagging, got {num_classes}.")
-        dropout = encoder.config.hidden_dropout if dropout is None else dropout
-        inputs = _encoder_inputs(encoder)
-        logits = _dense_head(encoder, encoder(inputs)["sequence_output"], num_classes, dropout)
-        super().__init__(encoder, inputs=inputs, outputs=logits, name=name, **kwargs)
+        super().__init__(encoder, units=num_classes, dropout=dropout, output="sequence_output",
+                         name=name, **kwargs)
         self.num_classes = num_classes
-        self.dropout = dropout
-
-    def _task_config(self):
-        return {"num_classes": self.num_classes, "dropout": self.dropout}
-
-
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertMultipleChoice(_BertTask):
+class BertMultipleChoice(DenseHeadTask):
     """SWAG-style multiple choice (paper §4.4): each (context, choice) pair is encoded,
     its pooled output scored by one dense unit, and the scores softmaxed over choices.
 
@@ -332,28 +349,22 @@ class BertMultipleChoice(_BertTask):
     (2, 4)
     """
 
+    config_fields = ("num_choices", "dropout")
+
     def __init__(self, encoder: BertEncoder, num_choices: int, dropout: float | None = None,
                  name: str = "bert_multiple_choice", **kwargs):
         if num_choices < 2:
             raise ValueError(f"num_choices must be >= 2, got {num_choices}.")
-        dropout = encoder.config.hidden_dropout if dropout is None else dropout
         inputs = {name: keras.Input(shape=(num_choices, None), dtype="int32", name=name)
                   for name in INPUT_NAMES}
         flat = {k: _FoldChoices(name=f"fold_{k}")(v) for k, v in inputs.items()}
-        scores = _dense_head(encoder, encoder(flat)["pooled_output"], 1, dropout,
-                             name="choice_score")
-        logits = ops.reshape(scores, (-1, num_choices))
-        super().__init__(encoder, inputs=inputs, outputs=logits, name=name, **kwargs)
+        super().__init__(encoder, units=1, dropout=dropout, output="pooled_output",
+                         inputs=inputs, encoder_inputs=flat, head_name="choice_score",
+                         logits_shape=(-1, num_choices), name=name, **kwargs)
         self.num_choices = num_choices
-        self.dropout = dropout
-
-    def _task_config(self):
-        return {"num_choices": self.num_choices, "dropout": self.dropout}
-
-
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertFeatureExtractor(_BertTask):
+class BertFeatureExtractor(BertTask):
     """Frozen contextual features, the paper's feature-based approach (§5.3, Table 7).
 
     The extractor is frozen: it has no trainable weights, runs the encoder in inference
@@ -394,7 +405,7 @@ class BertFeatureExtractor(_BertTask):
         self.layers_used = layers
         self.combine = combine
 
-    def _task_config(self):
+    def task_config(self):
         return {"layers": list(self.layers_used), "combine": self.combine}
 
     def default_loss(self):

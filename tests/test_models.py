@@ -2,6 +2,7 @@ import keras
 import numpy as np
 import pytest
 from conftest import random_batch
+from harness import run_layer_test
 
 from keras_bert import BertEncoder
 from keras_bert.models import (
@@ -228,3 +229,61 @@ def test_fit_with_xla_and_mixed_precision(tiny_config):
     # (8 seeds gave 0.12x to 1.66x); with 30 every seed tried ends below 0.12x.
     model.fit(x, y, epochs=30, batch_size=16, verbose=0, shuffle=False)
     assert model.evaluate(x, y, verbose=0, return_dict=True)["loss"] < 0.7 * first
+
+
+def _model_cases(config):
+    """Every public model: (class, init arguments as a function of the dtype policy,
+    inputs, expected output shapes, harness options). A new task model is checked by
+    adding its line here."""
+
+    def with_encoder(**kwargs):
+        return lambda dtype: {"encoder": BertEncoder(config, dtype=dtype or "float32"),
+                              **kwargs}
+
+    batch, seq, width, layers = 3, 8, config.hidden_size, config.num_layers
+    x = random_batch(batch=batch, seq=seq, vocab=config.vocab_size)
+    x_mlm = {**x, "masked_lm_positions": np.array([[1, 2]] * batch, "int32")}
+    x_choices = {k: np.stack([v, v[::-1]], 1) for k, v in x.items()}
+    sequence_only = {"no_gradient": ("pooler",)}
+    return {
+        "BertEncoder": (BertEncoder, lambda dtype: {"config": config,
+                                                    "dtype": dtype or "float32"},
+                        x, [(batch, seq, width)] * layers + [(batch, width),
+                                                              (batch, seq, width)],
+                        {"expected_num_trainable_weights": 5 + 16 * layers + 2}),
+        "BertPretrainer": (BertPretrainer, with_encoder(), x_mlm,
+                           {"masked_lm": (batch, 2, config.vocab_size),
+                            "next_sentence": (batch, 2)}, {}),
+        "BertClassifier": (BertClassifier, with_encoder(num_classes=3), x, (batch, 3), {}),
+        "BertSpanLabeler": (BertSpanLabeler, with_encoder(), x,
+                            {"end_logits": (batch, seq), "start_logits": (batch, seq)},
+                            sequence_only),
+        "BertTokenClassifier": (BertTokenClassifier, with_encoder(num_classes=4), x,
+                                (batch, seq, 4), sequence_only),
+        "BertMultipleChoice": (BertMultipleChoice, with_encoder(num_choices=2), x_choices,
+                               (batch, 2), {}),
+        "BertFeatureExtractor": (BertFeatureExtractor, with_encoder(layers=(-2, -1)), x,
+                                 (batch, seq, 2 * width),
+                                 {"frozen": True, "expected_num_non_trainable_weights": None}),
+    }
+
+
+MODEL_NAMES = ["BertEncoder", "BertPretrainer", "BertClassifier", "BertSpanLabeler",
+               "BertTokenClassifier", "BertMultipleChoice", "BertFeatureExtractor"]
+
+
+@pytest.mark.parametrize("kind", MODEL_NAMES)
+def test_model_harness(kind, tiny_config):
+    cls, init_kwargs, x, shapes, options = _model_cases(tiny_config)[kind]
+    options = {"expected_num_non_trainable_weights": 0, **options}
+    run_layer_test(cls, init_kwargs, x, expected_output_shape=shapes, **options)
+
+
+def test_every_public_model_goes_through_the_harness(tiny_config):
+    import keras_bert.models
+
+    public = {name for name, value in vars(keras_bert.models).items()
+              if isinstance(value, type) and issubclass(value, keras.Model)
+              and value.__module__ == "keras_bert.models"
+              and name not in ("BertTask", "DenseHeadTask")}
+    assert public | {"BertEncoder"} == set(MODEL_NAMES) == set(_model_cases(tiny_config))

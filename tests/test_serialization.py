@@ -5,7 +5,7 @@ import keras
 import numpy as np
 import pytest
 from conftest import random_batch
-from serialization_support import run_serialization_test, sublayer_policies
+from harness import run_serialization_test, sublayer_policies
 
 from keras_bert import BertEncoder
 from keras_bert.layers import (

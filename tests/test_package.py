@@ -1,0 +1,44 @@
+"""`import keras_bert`: light, and the same whatever the process's command line."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+
+PROBE = r'''
+import json, sys
+sys.argv = {argv!r}
+import keras_bert
+loaded_at_import = sorted(m for m in sys.modules
+                          if m == "tensorflow" or m.startswith("keras_bert."))
+config = keras_bert.BertConfig.from_preset("tiny", vocab_size=10)
+print(json.dumps({{"at_import": loaded_at_import, "vocab": config.vocab_size,
+                  "config_module": type(config).__module__}}))
+'''
+
+
+@pytest.mark.parametrize("argv", [["-c"], ["keras-bert"], ["/usr/bin/keras-bert", "demo"],
+                                  ["-m"]])
+def test_import_loads_nothing_heavy_whatever_argv_holds(argv):
+    proc = subprocess.run([sys.executable, "-c", PROBE.format(argv=argv)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["at_import"] == []
+    assert result["vocab"] == 10 and result["config_module"] == "keras_bert.config"
+
+
+def test_unknown_names_are_attribute_errors():
+    import keras_bert
+
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
+        keras_bert.NoSuchThing  # noqa: B018
+    assert "BertEncoder" in dir(keras_bert) and "BertEncoder" in keras_bert.__all__
+
+
+def test_the_init_does_not_read_the_command_line():
+    with open(f"{REPO}/keras_bert/__init__.py", encoding="utf-8") as f:
+        source = f.read()
+    assert "argv" not in source and "import sys" not in source
