@@ -1,0 +1,86 @@
+"""A checkpoint's vocab: the vocab.txt beside it, whether it is lower-cased, and the
+check that a vocab file belongs to the model (same size, same tokens).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from keras_bert.errors import MismatchError
+
+
+def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: str, *,
+                        checkpoint: str | os.PathLike | None = None) -> int:
+    """Raises `MismatchError` unless `vocab_file` belongs to the model: it must have
+    exactly `vocab_size` tokens (the vocab size of `owner`, e.g. a checkpoint's config),
+    and, when `checkpoint` has a vocab.txt of its own beside it, the same token on every
+    line as that one (only its `[unusedN]` slots may hold new tokens, as Google's README
+    suggests for adding words). A vocab of another model gives wrong ids without any
+    other sign: every sentence embeds alike. Returns the file's token count.
+
+    Example:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> _ = open(path, "w").write("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n")
+    >>> check_vocab_matches(path, 30522, "the model 'bert-base'")
+    Traceback (most recent call last):
+    ...
+    keras_bert.errors.MismatchError: the vocab .../vocab.txt has 4 tokens but the model 'bert-base' has 30522; use the vocab.txt that came with the model.
+    """
+    from keras_bert.tokenization import load_vocab
+
+    tokens = load_vocab(vocab_file)
+    size = len(tokens)
+    if size != vocab_size:
+        raise MismatchError(f"the vocab {os.fspath(vocab_file)} has {size} tokens but {owner} "
+                            f"has {vocab_size}; use the vocab.txt that came with the model.")
+    own = checkpoint_vocab(checkpoint) if checkpoint is not None else None
+    if own is None or os.path.abspath(own) == os.path.abspath(os.fspath(vocab_file)):
+        return size
+    own_tokens = load_vocab(own)
+    for line, (token, expected) in enumerate(zip(tokens, own_tokens), start=1):
+        if token != expected and not expected.startswith("[unused"):
+            raise MismatchError(
+                f"the vocab {os.fspath(vocab_file)} is not the vocab of {owner}: line {line} "
+                f"holds {token!r} where the model's own {own} has {expected!r}, so the "
+                "token ids would not match the embeddings; use the model's vocab.txt (only "
+                "its [unusedN] lines may be replaced by new tokens).")
+    return size
+
+
+def checkpoint_vocab(path: str | os.PathLike) -> str | None:
+    """The vocab.txt that came with a checkpoint (beside it), or None.
+
+    Example:
+
+    >>> checkpoint_vocab("/nonexistent/model") is None
+    True
+    """
+    path = os.fspath(path)
+    directory = path if os.path.isdir(path) else os.path.dirname(path)
+    candidate = os.path.join(directory, "vocab.txt")
+    return candidate if os.path.isfile(candidate) else None
+
+
+def checkpoint_lower_case(path: str | os.PathLike) -> bool:
+    """Whether a checkpoint's vocab is uncased: its `tokenizer_config.json`'s
+    `do_lower_case` (Hugging Face), else a "cased" in a Google checkpoint's directory
+    name (`cased_L-12_H-768_A-12`), else True (the common uncased vocab).
+
+    Example:
+
+    >>> checkpoint_lower_case("/models/cased_L-12_H-768_A-12")
+    False
+    """
+    path = os.fspath(path)
+    # A file or a Google checkpoint prefix names its directory; anything else is one.
+    is_file = os.path.isfile(path) or os.path.isfile(path + ".index")
+    directory = os.path.dirname(path) if is_file else path
+    config = os.path.join(directory, "tokenizer_config.json")
+    if os.path.isfile(config):
+        with open(config, encoding="utf-8") as f:
+            return bool(json.load(f).get("do_lower_case", True))
+    name = os.path.basename(os.path.normpath(directory)).lower()
+    return not (name.startswith("cased") or "_cased" in name or "-cased" in name)
