@@ -46,6 +46,8 @@ import time
 
 from machine import cpu_fields, cpu_flags
 
+from keras_bert.precision import PRECISIONS
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 SHAPE = {"num_layers": 6, "hidden_size": 384, "num_heads": 12, "intermediate_size": 1536,
@@ -81,7 +83,6 @@ MODES = ("eager", "graph", "xla")
 # with the tanh approximation (google-research/bert's "gelu"), which is what keras-hub's
 # BertBackbone uses, so "keras_bert_gelu_tanh" vs "keras_hub" is like for like.
 IMPLS = ("ceiling", "keras_bert", "keras_bert_gelu_tanh", "keras_hub", "hf_torch")
-PRECISIONS = ("float32", "mixed_bfloat16")
 EAGER_ONLY = ("hf_torch",)
 
 

@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
+from keras_bert.options import OptionChecks
 
 # Activation names used inside keras_bert. "gelu" is the exact (erf) GELU that Hugging
 # Face means by "gelu"; "gelu_tanh" is the tanh approximation that google-research/bert's
@@ -81,23 +82,18 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
 
     def __post_init__(self):
-        for name in ("vocab_size", "hidden_size", "num_layers", "num_heads",
-                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ArgumentError(f"BertConfig.{name} must be a positive integer, got {value!r}.")
-        if self.hidden_size % self.num_heads:
-            raise ArgumentError(
-                f"BertConfig.hidden_size ({self.hidden_size}) must be divisible by "
-                f"num_heads ({self.num_heads}); choose heads that divide the width.")
-        if self.hidden_act not in ACTIVATIONS:
-            raise ArgumentError(f"BertConfig.hidden_act must be one of {ACTIVATIONS}, "
-                             f"got {self.hidden_act!r}.")
+        checks = OptionChecks("BertConfig", self)
+        checks.at_least(1, "vocab_size", "hidden_size", "num_layers", "num_heads",
+                        "intermediate_size", "max_position_embeddings", "type_vocab_size")
+        checks.one_of("hidden_act", ACTIVATIONS)
         for name in ("hidden_dropout", "attention_dropout"):
-            value = getattr(self, name)
-            if (not isinstance(value, (int, float)) or isinstance(value, bool)
-                    or not 0.0 <= value < 1.0):
-                raise ArgumentError(f"BertConfig.{name} must be in [0, 1), got {value!r}.")
+            checks.within(name, 0.0, 1.0, high_open=True)
+        checks.greater_than(0, "initializer_range", "layer_norm_eps")
+        if not checks.problems:
+            checks.check(self.hidden_size % self.num_heads == 0, "hidden_size",
+                         f"({self.hidden_size}) must be divisible by num_heads "
+                         f"({self.num_heads}); choose heads that divide the width")
+        checks.raise_if_any()
 
     @property
     def head_size(self) -> int:

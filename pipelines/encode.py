@@ -25,6 +25,7 @@ from keras_bert.pipelines.flags import (
     require_file,
     require_output_file,
 )
+from keras_bert.precision import PRECISIONS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "or the tanh pooler output")
     parser.add_argument("--batch_size", type=positive_int, default=32,
                         help="sentences per forward pass (default: %(default)s)")
-    parser.add_argument("--precision", choices=("float32", "mixed_bfloat16"),
+    parser.add_argument("--precision", choices=PRECISIONS,
                         default="float32",
                         help="float32, or mixed_bfloat16: bfloat16 compute with float32 "
                              "weights and embeddings (faster on CPUs with AVX512-BF16 or "

@@ -12,10 +12,10 @@ from conftest import REPO
 
 # Stages in order; a module's stage is the first entry that is a prefix of its name.
 STAGES = [
-    ("bottom", ["keras_bert.errors", "keras_bert.io"]),
-    ("config", ["keras_bert.config", "keras_bert.metrics"]),
-    ("text", ["keras_bert.unicode_tables", "keras_bert.tokenization", "keras_bert.vocab",
-              "keras_bert.preprocessing"]),
+    ("bottom", ["keras_bert.errors", "keras_bert.io", "keras_bert.options"]),
+    ("config", ["keras_bert.config", "keras_bert.precision", "keras_bert.metrics"]),
+    ("text", ["keras_bert.unicode_tables", "keras_bert.basic_tokenizer", "keras_bert.vocab_io",
+              "keras_bert.tokenization", "keras_bert.vocab", "keras_bert.preprocessing"]),
     ("instances", ["keras_bert.data"]),
     ("layers", ["keras_bert.layers"]),
     ("encoder", ["keras_bert.encoder"]),

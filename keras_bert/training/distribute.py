@@ -18,9 +18,16 @@ import urllib.parse
 import tensorflow as tf
 
 from keras_bert.errors import ArgumentError
+from keras_bert.precision import (
+    AUTO,
+    FLOAT32,
+    MIXED_BFLOAT16,
+    MIXED_FLOAT16,
+    TRAINING_PRECISIONS,
+    check_precision,
+)
 
 STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
-PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 _TPU_CONNECT_TIMEOUT_S = 10.0
 
 
@@ -189,17 +196,14 @@ def resolve_precision(name: str, strategy: tf.distribute.Strategy) -> str:
     >>> resolve_precision("auto", tf.distribute.OneDeviceStrategy("/cpu:0"))
     'float32'
     """
-    if name not in PRECISIONS:
-        raise ArgumentError(f"mixed_precision must be one of {PRECISIONS}, got {name!r}.",
-                            field="mixed_precision")
-    if name != "auto":
+    if check_precision(name, TRAINING_PRECISIONS, "mixed_precision") != AUTO:
         return name
     if is_tpu(strategy):
-        return "mixed_bfloat16"
+        return MIXED_BFLOAT16
     try:
         devices = strategy.extended.worker_devices
     except RuntimeError:  # TF's default strategy places ops on a GPU when there is one
         devices = [d.name for d in tf.config.list_logical_devices("GPU")]
     if any("GPU" in d.upper() for d in devices):
-        return "mixed_float16"
-    return "float32"
+        return MIXED_FLOAT16
+    return FLOAT32
