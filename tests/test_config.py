@@ -65,7 +65,8 @@ def test_exact_gelu_round_trips_through_google_format(tmp_path):
 
 @pytest.mark.parametrize("kwargs,match", [
     ({"hidden_size": 100, "num_heads": 12}, "divisible"),
-    ({"num_layers": 0}, "positive integer"),
+    ({"num_layers": 0}, "num_layers must be >= 1, got 0"),
+    ({"vocab_size": "100"}, "vocab_size must be an integer"),
     ({"hidden_act": "swishy"}, "hidden_act"),
     ({"hidden_dropout": 1.5}, "hidden_dropout"),
 ])
