@@ -24,10 +24,11 @@ How (measured, see benchmarks/tokenizer_throughput.py):
   tables generated from Python's `unicodedata` by the very rules of `BasicTokenizer`
   (`keras_bert.unicode_tables`; built once per process and embedded in traced graphs),
   with the two context-dependent steps done explicitly: the final-sigma rule of
-  `str.lower()` and the canonical reordering of NFD. The words then go to a `FastWordpieceTokenizer`
-  without its own pre-tokenization.
+  `str.lower()` and the canonical reordering of NFD (`keras_bert.basic_tokenizer`). The
+  words then go to a `FastWordpieceTokenizer` without its own pre-tokenization.
 
 The result is identical to FullTokenizer run on the same Python (its Unicode version).
+`load_vocab` (reading a vocab.txt) and the special tokens live in `keras_bert.vocab_io`.
 
 Input bytes that are not valid UTF-8 are read like a lenient decoder: each invalid
 sequence becomes U+FFFD, which BERT's cleaning deletes. FullTokenizer, given such
@@ -44,260 +45,22 @@ from collections.abc import Sequence
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert import io as kb_io
-from keras_bert.errors import InputNotFoundError, VocabError
-from keras_bert.unicode_tables import (
-    CASED,
-    FINAL_SIGMA,
-    NEEDS_REORDER,
-    SIGMA,
-    SKIPPED,
-    SPACE,
-    BasicTokenizerTables,
-    basic_tokenizer_tables,
+from keras_bert.basic_tokenizer import Words, basic_tokenize, map_strings, row_ids
+from keras_bert.errors import VocabError
+from keras_bert.unicode_tables import basic_tokenizer_tables
+from keras_bert.vocab_io import (
+    CLS_TOKEN,
+    MASK_TOKEN,
+    PAD_TOKEN,
+    SEP_TOKEN,
+    SPECIAL_TOKENS,
+    UNK_TOKEN,
+    check_unique_tokens,
+    load_vocab,
 )
-
-PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN = (
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
 
 # Strings made only of these characters take the fast path (see the module docstring).
 _FAST_PATH_PATTERN = "[\t\n\r\x20-\x7e]*"
-
-
-def load_vocab(vocab_file: str | os.PathLike) -> list[str]:
-    """Reads a Google `vocab.txt` (one token per line, the line number is the id).
-
-    Like FullTokenizer, each line is stripped of surrounding whitespace. Paths may be
-    local or anything `tf.io.gfile` opens (gs://, ...). Unlike FullTokenizer, a token on
-    two lines is an error: FullTokenizer silently gives it the id of its last line,
-    which shifts the ids a model was trained with (Google's vocabularies have no repeats).
-
-    Raises:
-        InputNotFoundError: no file at `vocab_file`, or it is a directory.
-        VocabError: the file is not UTF-8, has no token, or repeats a token (the
-            message names the token and its lines, 1-based).
-
-    Example:
-
-    >>> import tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> _ = open(path, "w").write("[PAD]\\n[UNK]\\n  hello  \\n[UNK]\\n")
-    >>> load_vocab(path)
-    Traceback (most recent call last):
-    ...
-    keras_bert.errors.VocabError: ...vocab.txt:4: the token '[UNK]' is on lines 2 and 4; ...
-    """
-    path = os.fspath(vocab_file)
-    if kb_io.isdir(path):
-        raise InputNotFoundError(
-            f"The vocabulary file {path!r} is a directory; give the vocab.txt in it, e.g. "
-            f"{os.path.join(path, 'vocab.txt')!r}.")
-    if not kb_io.exists(path):
-        raise InputNotFoundError(f"No vocabulary file at {path!r}; pass the path of a "
-                                 "Google-style vocab.txt (one WordPiece token per line).")
-    with kb_io.open_file(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise VocabError(f"not UTF-8 (line {line}: {e.reason}); a vocab.txt must be UTF-8 "
-                         "encoded.", path=path, line=line) from e
-    lines = text.split("\n")  # like readline(): only "\n" ends a line
-    if lines[-1] == "":
-        lines.pop()
-    tokens = [line.strip() for line in lines]
-    if not any(tokens):
-        raise VocabError("the vocabulary file is empty; a vocab.txt has one WordPiece "
-                         "token per line.", path=path)
-    check_unique_tokens(tokens, path)
-    return tokens
-
-
-def check_unique_tokens(tokens: Sequence[str], path: str | None = None) -> None:
-    """Raises `VocabError` if a (non-empty) token occurs twice in a vocabulary.
-
-    A token's id is its position, so a repeated token makes every lookup of it return
-    one of its ids only (FullTokenizer: the last), which silently changes ids. The
-    message names the first repeated token (a special token first, if any is repeated)
-    and where it is: the file's lines (1-based) when `path` is given, else the ids.
-
-    Example:
-
-    >>> check_unique_tokens(["[PAD]", "[UNK]", "a", "[PAD]"])
-    Traceback (most recent call last):
-    ...
-    keras_bert.errors.VocabError: the token '[PAD]' is at ids 0 and 3; ...
-    """
-    positions: dict[str, list[int]] = {}
-    for i, token in enumerate(tokens):
-        if token:
-            positions.setdefault(token, []).append(i)
-    repeated = [t for t, where in positions.items() if len(where) > 1]
-    if not repeated:
-        return
-    repeated.sort(key=lambda t: (t not in SPECIAL_TOKENS, positions[t][1]))
-    token = repeated[0]
-    where = positions[token]
-    if path is None:
-        places = "at ids " + _join_numbers(where)
-    else:
-        places = "on lines " + _join_numbers([i + 1 for i in where])
-    others = (f" ({len(repeated) - 1} more token{'s are' if len(repeated) > 2 else ' is'} "
-              f"repeated, e.g. {repeated[1]!r})") if len(repeated) > 1 else ""
-    raise VocabError(
-        f"the token {token!r} is {places}{others}; a token's id is its position, so a "
-        "repeated token would silently get one id for all its places (FullTokenizer: the "
-        "last). Remove the repeats.",
-        path=path, line=None if path is None else where[1] + 1)
-
-
-def _join_numbers(numbers: list[int]) -> str:
-    text = [str(n) for n in numbers]
-    return " and ".join(text) if len(text) <= 2 else ", ".join(text[:-1]) + " and " + text[-1]
-
-
-# --- the exact path, in-graph -----------------------------------------------------------
-
-
-def _final_sigma(cps, rows, classes):
-    """Applies str.lower()'s final-sigma rule: a capital sigma preceded by a cased letter
-    and not followed by one (case-ignorable characters skipped) becomes "ς" (U+03C2)."""
-    counted = classes != SKIPPED
-    positions = tf.where(counted)[:, 0]
-    rank = tf.cumsum(tf.cast(counted, tf.int64), exclusive=True)
-    sigmas = tf.where(cps == SIGMA)[:, 0]
-    r = tf.gather(rank, sigmas)  # the sigma itself is positions[r]
-    n = tf.size(positions, out_type=tf.int64)
-    before = tf.gather(positions, tf.maximum(r - 1, 0))
-    after = tf.gather(positions, tf.minimum(r + 1, n - 1))
-    sigma_rows = tf.gather(rows, sigmas)
-
-    def cased(i, exists):
-        return (exists & (tf.gather(rows, i) == sigma_rows)
-                & (tf.gather(classes, i) == CASED))
-
-    final = tf.boolean_mask(sigmas, cased(before, r > 0) & ~cased(after, r + 1 < n))
-    return tf.tensor_scatter_nd_update(
-        cps, final[:, None], tf.fill(tf.shape(final), tf.constant(FINAL_SIGMA, cps.dtype)))
-
-
-def _row_ids(ragged):
-    """`ragged.value_rowids()`, computed faster (bincount of row starts, then cumsum)."""
-    size = tf.shape(ragged.flat_values, out_type=tf.int32)[0]
-    starts = tf.cast(ragged.row_splits[1:-1], tf.int32)
-    counts = tf.math.bincount(starts, minlength=size, maxlength=size)
-    return tf.cast(tf.cumsum(counts), tf.int64)
-
-
-def _starts_of_runs(flags, rows):
-    """True where `flags` is set or a new row begins."""
-    new_row = tf.concat([[True], rows[1:] != rows[:-1]], axis=0)
-    return flags | new_row
-
-
-class _Words:
-    """The BasicTokenizer words of a batch: flat over the batch, with their sources.
-
-    `chars` [words, (chars)] holds the code points of each word, `sources` the index
-    (into the flat decoded input) of the input character each one came from, `words`
-    the UTF-8 words, `row_splits` which words belong to which input string.
-    """
-
-    def __init__(self, text, tables: BasicTokenizerTables, byte_offsets: bool = False):
-        if byte_offsets:
-            decoded, self.byte_starts = tf.strings.unicode_decode_with_offsets(
-                text, "UTF-8", errors="replace", replacement_char=0xFFFD)
-        else:
-            decoded = tf.strings.unicode_decode(
-                text, "UTF-8", errors="replace", replacement_char=0xFFFD)
-        self.text, self.decoded = text, decoded
-        cps = decoded.flat_values
-        self.rows = rows = _row_ids(decoded)
-        source = tf.range(tf.size(cps, out_type=tf.int64))
-        if tables.lower_case:
-            flags = tables.flags.lookup(cps)
-            cps = tf.cond(tf.reduce_any(cps == SIGMA),
-                          lambda: _final_sigma(cps, rows, flags & 3), lambda: cps)
-            out, src = tf.cond(
-                tf.reduce_any(flags & NEEDS_REORDER != 0),
-                lambda: self._nfd_reordered(tables, cps, source, rows),
-                lambda: tables.full.apply(cps, source))
-        else:
-            out, src = tables.full.apply(cps, source)
-        # Words are the runs of non-spaces within a row.
-        out_rows = tf.gather(rows, src)
-        is_char = out != SPACE
-        after_space = tf.concat([[True], out[:-1] == SPACE], axis=0)
-        word_starts = tf.where(is_char & _starts_of_runs(after_space, out_rows))[:, 0]
-        chars = tf.where(is_char)[:, 0]
-        char_rank = tf.cumsum(tf.cast(is_char, tf.int64), exclusive=True)
-        splits = tf.concat([tf.gather(char_rank, word_starts),
-                            tf.shape(chars, out_type=tf.int64)], axis=0)
-        self.chars = tf.RaggedTensor.from_row_splits(tf.gather(out, chars), splits,
-                                                     validate=False)
-        self.sources = self.chars.with_flat_values(tf.gather(src, chars))
-        self.words = tf.strings.unicode_encode(self.chars, "UTF-8")
-        self.row_splits = tf.searchsorted(tf.gather(out_rows, word_starts),
-                                          tf.range(decoded.nrows() + 1), out_type=tf.int64)
-
-    @staticmethod
-    def _nfd_reordered(tables, cps, source, rows):
-        # NFD sorts each run of combining marks by combining class; this matters only
-        # when two marks that survive accent stripping (not Mn) meet, which is rare.
-        out, src = tables.first.apply(cps, source)
-        ccc = tables.ccc.lookup(out)
-        run = tf.cumsum(tf.cast(_starts_of_runs(ccc == 0, tf.gather(rows, src)), tf.int64))
-        order = tf.argsort(run * 256 + tf.cast(ccc, tf.int64), stable=True)
-        return tables.second.apply(tf.gather(out, order), tf.gather(src, order))
-
-    def by_row(self, values):
-        """Groups per-word values [words, ...] into [batch, (words), ...]."""
-        return tf.RaggedTensor.from_row_splits(values, self.row_splits, validate=False)
-
-    def source_offsets(self, first, last, unit):
-        """Offsets in the input of the span from source char `first` to `last` (flat)."""
-        rows = self.rows
-        if unit == "char":
-            row_start = tf.gather(self.decoded.row_starts(), tf.gather(rows, first))
-            return first - row_start, last + 1 - row_start
-        starts = self.byte_starts.flat_values
-        is_last = tf.concat([rows[1:] != rows[:-1], [True]], axis=0)
-        next_start = tf.concat([starts[1:], [0]], axis=0)
-        lengths = tf.cast(tf.strings.length(self.text), tf.int64)
-        ends = tf.where(is_last, tf.gather(lengths, rows), next_start)
-        return tf.gather(starts, first), tf.gather(ends, last)
-
-
-def _utf8_length(cps):
-    return (1 + tf.cast(cps >= 0x80, tf.int64) + tf.cast(cps >= 0x800, tf.int64)
-            + tf.cast(cps >= 0x10000, tf.int64))
-
-
-# --- the public tokenizer ---------------------------------------------------------------
-
-
-def basic_tokenize(text, lower_case: bool = True):
-    """google-research/bert's `BasicTokenizer`: the words WordPiece will split, in-graph.
-
-    Args:
-        text: strings, as in `BertTokenizer.tokenize`.
-        lower_case: lower-case and strip accents (uncased vocabularies).
-
-    Returns:
-        a string `tf.RaggedTensor` [batch, (words)] (one ragged dimension per input
-        dimension; a 1-D tensor for a scalar).
-
-    Example:
-
-    >>> basic_tokenize(tf.constant(["Héllo, WORLD!"])).to_list()
-    [[b'hello', b',', b'world', b'!']]
-    """
-    def words_of_batch(batch):
-        words = _Words(batch, basic_tokenizer_tables(lower_case))
-        return words.by_row(words.words)
-    return _map_strings(text, words_of_batch, "basic_tokenize")
 
 
 class VocabularyWarning(UserWarning):
@@ -452,7 +215,7 @@ class BertTokenizer(tf.Module):
             for a scalar string. `ids_to_tokens` of them gives the token strings (what
             FullTokenizer.tokenize returns).
         """
-        return _map_strings(text, self._tokenize_batch, "tokenize")
+        return map_strings(text, self._tokenize_batch, "tokenize")
 
     def tokenize_with_offsets(self, text, unit: str = "char"):
         """Ids plus where each token comes from in the input.
@@ -471,7 +234,7 @@ class BertTokenizer(tf.Module):
         """
         if unit not in ("char", "byte"):
             raise ValueError(f'unit must be "char" or "byte", got {unit!r}.')
-        return _map_strings(text, functools.partial(self._tokenize_batch, offsets=unit),
+        return map_strings(text, functools.partial(self._tokenize_batch, offsets=unit),
                             "tokenize_with_offsets")
 
     def normalize(self, text):
@@ -554,14 +317,14 @@ class BertTokenizer(tf.Module):
         return tf.cond(tf.reduce_all(is_fast), lambda: fast(text), mixed)
 
     def _exact_tokenize(self, text, offsets=None):
-        words = _Words(text, self._tables, byte_offsets=offsets == "byte")
+        words = Words(text, self._tables, byte_offsets=offsets == "byte")
         too_long = words.chars.row_lengths() > self._max_chars_per_word
         inputs = tf.where(too_long, UNK_TOKEN, words.words)
         if offsets is None:
             pieces = self._wordpiece.tokenize(inputs)
             return words.by_row(pieces).merge_dims(1, 2)
         pieces, starts, ends = self._wordpiece.tokenize_with_offsets(inputs)
-        word = _row_ids(pieces)
+        word = row_ids(pieces)
         # A word over the limit is one [UNK] that spans all of it.
         word_bytes = tf.cast(tf.strings.length(words.words), tf.int64)
         starts = tf.where(tf.gather(too_long, word), tf.zeros_like(word), starts.flat_values)
@@ -576,6 +339,11 @@ class BertTokenizer(tf.Module):
         start, end = words.source_offsets(first, last, offsets)
         by_row = words.by_row(pieces).merge_dims(1, 2)
         return by_row, by_row.with_flat_values(start), by_row.with_flat_values(end)
+
+
+def _utf8_length(cps):
+    return (1 + tf.cast(cps >= 0x80, tf.int64) + tf.cast(cps >= 0x800, tf.int64)
+            + tf.cast(cps >= 0x10000, tf.int64))
 
 
 def _detokenized_piece(tokens):
@@ -595,31 +363,6 @@ def _as_ragged_ids(ids):
     if ids.shape.rank != 2:
         raise ValueError(f"Token ids must be [batch, tokens] or [tokens], got shape {ids.shape}.")
     return tf.RaggedTensor.from_tensor(ids)
-
-
-def _map_strings(text, fn, method):
-    """Applies `fn` ([batch] strings -> per-string results) to strings of any rank."""
-    if not isinstance(text, tf.RaggedTensor):
-        try:
-            text = tf.convert_to_tensor(text)
-        except (TypeError, ValueError) as e:
-            raise TypeError(f"BertTokenizer.{method} expects strings, got "
-                            f"{type(text).__name__}: {e}") from None
-    if text.dtype != tf.string:
-        raise TypeError(f"BertTokenizer.{method} expects strings, got a "
-                        f"{text.dtype.name} tensor.")
-    if isinstance(text, tf.RaggedTensor):
-        return tf.nest.map_structure(text.with_flat_values, fn(text.flat_values))
-    rank = text.shape.rank
-    if rank is None:
-        raise ValueError(f"BertTokenizer.{method} needs inputs of known rank; set the "
-                         "shape of the string tensor (e.g. with tf.ensure_shape).")
-    if rank == 1:
-        return fn(text)
-    if rank == 0:
-        return tf.nest.map_structure(lambda r: r[0], fn(text[None]))
-    nested = tf.RaggedTensor.from_tensor(text, ragged_rank=rank - 1)
-    return tf.nest.map_structure(nested.with_flat_values, fn(nested.flat_values))
 
 
 def _check_vocabulary(tokens: list[str], lower_case: bool) -> None:

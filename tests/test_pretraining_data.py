@@ -38,7 +38,8 @@ from keras_bert.data import (
     truncate_seq_pair,
     write_tfrecord,
 )
-from keras_bert.data.pretraining import ShardWriter, _build_shard_in_worker, _init_worker
+from keras_bert.data.shards import ShardWriter
+from keras_bert.data.workers import _build_shard_in_worker, _init_worker
 from keras_bert.errors import OutputError
 from keras_bert.io import is_temporary
 from keras_bert.tokenization import BertTokenizer

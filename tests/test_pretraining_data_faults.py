@@ -151,7 +151,7 @@ def test_a_worker_whose_parent_is_gone_ends_at_once():
     # The check right after arming the death signal: a parent that died before it.
     from multiprocessing import get_context
 
-    from keras_bert.data.pretraining import _die_with_parent
+    from keras_bert.data.workers import _die_with_parent
 
     child = get_context("fork").Process(target=_die_with_parent, args=(os.getpid() + 10**6,))
     child.start()

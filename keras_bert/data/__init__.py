@@ -1,5 +1,19 @@
 """Data pipelines: BERT pretraining instances, their TFRecords and the tf.data reader.
 
+Submodules, in the order data flows:
+
+- `documents`: input text (files or a `tf.data.Dataset`) -> documents -> chunks.
+- `instances`: a chunk's tokenized documents -> sentence pairs or packed segments.
+- `masking`: BERT's masked-LM choice (`MaskedLmMasker`).
+- `tfrecords`: the TFRecord schema, writing examples, and `pretraining_dataset`.
+- `shards`: one chunk -> one shard file (`ShardWriter`), its name.
+- `workers`: the forked processes that build shards in parallel.
+- `run_state`: the JSON sidecar that lets a run resume; checks of what is on disk.
+- `pretraining`: `create_pretraining_data` and its options, tying the above together.
+- `beam`: the same shards from an Apache Beam pipeline (optional extra; not imported here).
+
+The public names:
+
 - `create_pretraining_data` (the `keras-bert create-pretraining-data` command): text to
   sharded masked-LM/NSP TFRecords, streaming, in parallel, resumable.
 - `PretrainingDataOptions`: the original script's settings plus no-NSP packing and
@@ -27,9 +41,9 @@ from keras_bert.data.masking import MaskedLmMasker
 from keras_bert.data.pretraining import (
     PretrainingDataError,
     PretrainingDataOptions,
-    ShardWriter,
     create_pretraining_data,
 )
+from keras_bert.data.shards import ShardWriter
 from keras_bert.data.tfrecords import (
     MASKED_LM_FEATURES,
     PRETRAINING_SCHEMA,

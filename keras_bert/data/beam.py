@@ -58,8 +58,14 @@ except ImportError as e:  # the optional extra
 
 from keras_bert import io as kb_io
 from keras_bert.data import documents as documents_lib
-from keras_bert.data import pretraining as pretraining_lib
-from keras_bert.data.pretraining import PretrainingDataOptions
+from keras_bert.data.pretraining import (
+    PretrainingDataOptions,
+    chunk_chars,
+    finish_run,
+    start_run,
+)
+from keras_bert.data.run_state import Sidecar, sidecar_file_name
+from keras_bert.data.shards import ShardWriter, shard_file_name
 from keras_bert.errors import ArgumentError
 
 _DEFAULT_OPTIONS = PretrainingDataOptions()
@@ -122,11 +128,11 @@ class _BuildShard(beam.DoFn):
             tf.config.threading.set_inter_op_parallelism_threads(1)
         except RuntimeError:  # TensorFlow already started in this process
             pass
-        self.writer = pretraining_lib.ShardWriter(self.vocab, self.options)
+        self.writer = ShardWriter(self.vocab, self.options)
 
     def process(self, element, shard_ids):
         chunk_id, located = element
-        name = pretraining_lib.shard_file_name(shard_ids[chunk_id])
+        name = shard_file_name(shard_ids[chunk_id])
         path = os.path.join(self.output_dir, name)
         if name in self.done and kb_io.exists(path):
             yield name, self.done[name]
@@ -145,7 +151,7 @@ def _sum_counts(counts) -> dict:
 
 
 def _write_sidecar(_, path: str, identity: dict, shards: dict, input_stats: dict) -> None:
-    sidecar = pretraining_lib._Sidecar(path, identity)
+    sidecar = Sidecar(path, identity)
     sidecar.shards = dict(shards)
     sidecar.write(input_stats, complete=False, force=True)
 
@@ -165,18 +171,18 @@ def build_pipeline(pipeline: beam.Pipeline, files: list[str], vocab: list[str],
         identity: the sidecar's settings, vocab and inputs (checked on resume).
         done: shard name -> counts of shards an earlier run completed (kept as they are).
     """
-    chunk_chars = pretraining_lib.chunk_chars(options)
+    chars_per_chunk = chunk_chars(options)
     read = (pipeline
             | "Files" >> beam.Create(list(enumerate(files)))
             | "SpreadFiles" >> beam.Reshuffle()  # one file per worker, not all on one
-            | "ReadFiles" >> beam.ParDo(_ReadFile(chunk_chars)).with_outputs(
+            | "ReadFiles" >> beam.ParDo(_ReadFile(chars_per_chunk)).with_outputs(
                 _ReadFile.CHARS, _ReadFile.STATS, main="documents"))
     file_starts = beam.pvalue.AsSingleton(
         read[_ReadFile.CHARS] | "AllFileChars" >> beam.combiners.ToList()
         | "FileStarts" >> beam.Map(_file_starts))
     chunks = (read.documents
               | "ByChunk" >> beam.Map(
-                  lambda located, starts: ((starts[located[0]] + located[1]) // chunk_chars,
+                  lambda located, starts: ((starts[located[0]] + located[1]) // chars_per_chunk,
                                            (starts[located[0]] + located[1], located[2])),
                   file_starts)
               | "GroupChunks" >> beam.GroupByKey())
@@ -187,7 +193,7 @@ def build_pipeline(pipeline: beam.Pipeline, files: list[str], vocab: list[str],
         _BuildShard(vocab, options, output_dir, dict(done or {})), shard_ids)
     input_stats = (read[_ReadFile.STATS]
                    | "InputStats" >> beam.CombineGlobally(_sum_counts))
-    sidecar_path = os.path.join(output_dir, pretraining_lib.sidecar_file_name())
+    sidecar_path = os.path.join(output_dir, sidecar_file_name())
     (pipeline
      | "Once" >> beam.Create([None])
      | "WriteSidecar" >> beam.Map(
@@ -255,15 +261,15 @@ def create_pretraining_data_beam(inputs: str | list[str], output_dir: str, vocab
         flags = [str(flag) for flag in beam_options or []]
         beam_options = PipelineOptions(flags)
         _check_flags(beam_options, flags)
-    run = pretraining_lib._start_run(inputs, output_dir, vocab_file, options, 0, 1, overwrite)
+    run = start_run(inputs, output_dir, vocab_file, options, 0, 1, overwrite)
     done = {name: stats for name, stats in run.sidecar.shards.items()
             if run.sidecar.is_done(run.output_dir, name)}
     with beam.Pipeline(options=beam_options) as pipeline:
         build_pipeline(pipeline, run.files, run.vocab, options, run.output_dir,
                        run.sidecar.identity, done)
     # The workers wrote the sidecar with every shard's counts: read them back.
-    run.sidecar = pretraining_lib._Sidecar(run.sidecar.path, run.sidecar.identity)
+    run.sidecar = Sidecar(run.sidecar.path, run.sidecar.identity)
     record = kb_io.read_json(run.sidecar.path)
     input_stats = record.get("input_stats", {})
     num_shards = len(run.sidecar.shards)
-    return pretraining_lib._finish_run(run, options, input_stats, num_shards, num_shards)
+    return finish_run(run, options, input_stats, num_shards, num_shards)

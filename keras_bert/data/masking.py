@@ -30,7 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.errors import ArgumentError, VocabError
-from keras_bert.tokenization import (
+from keras_bert.vocab_io import (
     CLS_TOKEN,
     MASK_TOKEN,
     SEP_TOKEN,
