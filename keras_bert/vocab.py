@@ -23,14 +23,14 @@ from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_li
 from tqdm.auto import tqdm
 
 from keras_bert import io as kb_io
+from keras_bert.basic_tokenizer import basic_tokenize
 from keras_bert.errors import ArgumentError, DataError
-from keras_bert.tokenization import (
+from keras_bert.vocab_io import (
     CLS_TOKEN,
     MASK_TOKEN,
     PAD_TOKEN,
     SEP_TOKEN,
     UNK_TOKEN,
-    basic_tokenize,
     check_unique_tokens,
 )
 

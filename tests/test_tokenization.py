@@ -17,13 +17,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert.basic_tokenizer import basic_tokenize
 from keras_bert.errors import InputNotFoundError, VocabError
-from keras_bert.tokenization import (
-    BertTokenizer,
-    VocabularyWarning,
-    basic_tokenize,
-    load_vocab,
-)
+from keras_bert.tokenization import BertTokenizer, VocabularyWarning
+from keras_bert.vocab_io import load_vocab
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "tokenization")
 GROUPS = ("corpus", "glue", "squad", "edge")

@@ -10,8 +10,9 @@ import tensorflow as tf
 
 from keras_bert.cli import main
 from keras_bert.errors import ArgumentError, DataError, InputNotFoundError, VocabError
-from keras_bert.tokenization import BertTokenizer, load_vocab
+from keras_bert.tokenization import BertTokenizer
 from keras_bert.vocab import learn_vocab, reserved_tokens, write_vocab
+from keras_bert.vocab_io import load_vocab
 
 CORPUS = """The quick brown fox jumps over the lazy dog.
 A quick movement of the enemy will jeopardize six gunboats!
