@@ -36,7 +36,6 @@ import collections
 import dataclasses
 import itertools
 import logging
-import math
 import os
 import time
 from collections.abc import Iterable
@@ -58,6 +57,7 @@ from keras_bert.data.run_state import (
 from keras_bert.data.shards import ShardWriter, shard_file_name
 from keras_bert.data.workers import write_shards
 from keras_bert.errors import ArgumentError, DataError, UserInputError, VocabError
+from keras_bert.options import OptionChecks
 from keras_bert.vocab_io import SPECIAL_TOKENS, load_vocab
 
 logger = logging.getLogger(__name__)
@@ -121,41 +121,14 @@ be >= 1, got 0.
     shard_size_mb: float = 1.0
 
     def __post_init__(self):
-        problems: list[tuple[str, str]] = []  # (field, what is wrong)
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if field.type == "bool" and not isinstance(value, bool):
-                problems.append((field.name, f"must be True or False, got {value!r}"))
-            elif field.type == "int" and (isinstance(value, bool)
-                                          or not isinstance(value, (int, np.integer))):
-                problems.append((field.name, f"must be an integer, got {value!r}"))
-            elif field.type == "float" and (isinstance(value, bool) or not isinstance(
-                    value, (int, float, np.integer, np.floating)) or not math.isfinite(value)):
-                problems.append((field.name, f"must be a finite number, got {value!r}"))
-        if not problems:
-            # [CLS] A [SEP] B [SEP] with a target of at least two tokens.
-            minimum_length = 5 if self.next_sentence_prediction else 3
-            if self.max_seq_length < minimum_length:
-                problems.append(("max_seq_length", f"must be >= {minimum_length}, got "
-                                                   f"{self.max_seq_length}"))
-            if self.max_predictions_per_seq < 1:
-                problems.append(("max_predictions_per_seq",
-                                 f"must be >= 1, got {self.max_predictions_per_seq}"))
-            if not 0.0 < self.masked_lm_prob <= 1.0:
-                problems.append(("masked_lm_prob", f"must be in (0, 1], got "
-                                                   f"{self.masked_lm_prob}"))
-            if not 0.0 <= self.short_seq_prob <= 1.0:
-                problems.append(("short_seq_prob", f"must be in [0, 1], got "
-                                                   f"{self.short_seq_prob}"))
-            if self.dupe_factor < 1:
-                problems.append(("dupe_factor", f"must be >= 1, got {self.dupe_factor}"))
-            if self.shard_size_mb <= 0:
-                problems.append(("shard_size_mb", f"must be > 0, got {self.shard_size_mb}"))
-        if problems:
-            raise ArgumentError(
-                "Invalid pretraining data options: "
-                + "; ".join(f"{field} {problem}" for field, problem in problems) + ".",
-                field=problems[0][0])
+        checks = OptionChecks("pretraining data options", self)
+        # [CLS] A [SEP] B [SEP] with a target of at least two tokens.
+        checks.at_least(5 if self.next_sentence_prediction else 3, "max_seq_length")
+        checks.at_least(1, "max_predictions_per_seq", "dupe_factor")
+        checks.within("masked_lm_prob", 0, 1, low_open=True)
+        checks.within("short_seq_prob", 0, 1)
+        checks.greater_than(0, "shard_size_mb")
+        checks.raise_if_any()
 
 
 def _check_count(name: str, value, minimum: int) -> int:
