@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import MAX_PRED, MAX_SEQ, REPO, VOCAB, make_corpus, read_records, shard_bytes
 
 from keras_bert.data import (
     MaskedLmMasker,
@@ -32,7 +33,6 @@ from keras_bert.data import (
     create_instances_from_document,
     create_packed_instances,
     create_pretraining_data,
-    feature_spec,
     pretraining_dataset,
     serialize_examples,
     truncate_seq_pair,
@@ -44,55 +44,9 @@ from keras_bert.errors import OutputError
 from keras_bert.io import is_temporary
 from keras_bert.tokenization import BertTokenizer
 
-REPO = Path(__file__).resolve().parents[1]
 SHARED_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus" / "docs-en.txt"
-
-SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-# Every token once: a repeated one would make the vocab unreadable (issue 13); "##s" is
-# among the "##" letters, so the suffixes add only "##ing" and "##ed".
-WORDS = ("the of and to in is was for on with as by at from that this it are be or an has "
-         "had not but which were one all their they new can more other its first also after "
-         "time two may only over most years some would into than then when what about there "
-         "out up so if no data model text word").split()
-VOCAB = (SPECIAL + [".", ",", "!"] + list("abcdefghijklmnopqrstuvwxyz")
-         + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"] + WORDS + ["##ing", "##ed"])
 CONTINUES = np.array([t.startswith("##") for t in VOCAB])
 PAD, UNK, CLS, SEP, MASK = range(5)
-MAX_SEQ, MAX_PRED = 128, 20
-
-
-def make_corpus(num_documents: int, seed: int) -> str:
-    """BERT-format text: 5% one-sentence documents, 1% sentences of hundreds of words,
-    a fifth of the words outside the vocab (several "##" pieces each)."""
-    rng = random.Random(seed)
-
-    def word():
-        if rng.random() < 0.8:
-            return rng.choice(WORDS)
-        return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 8)))
-
-    documents = []
-    for _ in range(num_documents):
-        num_sentences = 1 if rng.random() < 0.05 else rng.randint(2, 40)
-        sentences = []
-        for _ in range(num_sentences):
-            length = rng.randint(150, 300) if rng.random() < 0.01 else rng.randint(3, 25)
-            sentences.append(" ".join(word() for _ in range(length)).capitalize() + ".")
-        documents.append("\n".join(sentences))
-    return "\n\n".join(documents) + "\n"
-
-
-def read_records(files, max_seq_length=MAX_SEQ, max_predictions=MAX_PRED) -> dict:
-    """All examples of TFRecord files as numpy arrays, in file order."""
-    spec = feature_spec(max_seq_length, max_predictions)
-    batches = [tf.io.parse_example(batch, spec)
-               for batch in tf.data.TFRecordDataset(sorted(files)).batch(8192)]
-    return {name: np.concatenate([b[name].numpy() for b in batches]) for name in spec}
-
-
-def shard_bytes(directory) -> dict:
-    return {os.path.basename(f): Path(f).read_bytes()
-            for f in sorted(glob.glob(os.path.join(directory, "*.tfrecord")))}
 
 
 def tokenize_corpus(text: str, tokenizer: BertTokenizer) -> list:
@@ -110,24 +64,10 @@ def tokenize_corpus(text: str, tokenizer: BertTokenizer) -> list:
 
 
 @pytest.fixture(scope="module")
-def vocab_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
-    path.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    return str(path)
-
-
-@pytest.fixture(scope="module")
 def corpus_file(tmp_path_factory):
     """About 470 KB of text: a bit over 10,000 instances with dupe_factor=6."""
     path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
     path.write_text(make_corpus(300, seed=0), encoding="utf-8")
-    return str(path)
-
-
-@pytest.fixture(scope="module")
-def small_corpus(tmp_path_factory):
-    path = tmp_path_factory.mktemp("small") / "small.txt"
-    path.write_text(make_corpus(40, seed=1), encoding="utf-8")
     return str(path)
 
 

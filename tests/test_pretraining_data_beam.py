@@ -12,27 +12,13 @@ import sys
 
 import numpy as np
 import pytest
-from test_pretraining_data import (
-    MAX_PRED,
-    MAX_SEQ,
-    VOCAB,
-    make_corpus,
-    read_records,
-    shard_bytes,
-)
+from conftest import MAX_PRED, MAX_SEQ, make_corpus, read_records, shard_bytes
 
 from keras_bert.data import PretrainingDataOptions, create_pretraining_data, pretraining_dataset
 from keras_bert.data import documents as documents_lib
 
 OPTIONS = PretrainingDataOptions(dupe_factor=2, shard_size_mb=0.02, do_whole_word_mask=True,
                                  random_seed=11)
-
-
-@pytest.fixture(scope="module")
-def vocab_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
-    path.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    return str(path)
 
 
 @pytest.fixture(scope="module")

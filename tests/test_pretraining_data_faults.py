@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from test_pretraining_data import REPO, VOCAB, make_corpus, read_records, shard_bytes
+from conftest import MAX_PRED, MAX_SEQ, REPO, make_corpus, read_records, shard_bytes
 
 from keras_bert.data import (
     PretrainingDataOptions,
@@ -42,21 +42,6 @@ from keras_bert.errors import (
 from keras_bert.io import is_temporary
 
 CLS, SEP = 2, 3
-MAX_SEQ, MAX_PRED = 128, 20
-
-
-@pytest.fixture(scope="module")
-def vocab_file(tmp_path_factory):
-    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
-    path.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    return str(path)
-
-
-@pytest.fixture(scope="module")
-def small_corpus(tmp_path_factory):
-    path = tmp_path_factory.mktemp("small") / "small.txt"
-    path.write_text(make_corpus(40, seed=1), encoding="utf-8")
-    return str(path)
 
 
 def _run(inputs, output_dir, vocab_file, **options):
