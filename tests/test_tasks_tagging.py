@@ -8,13 +8,8 @@ from conftest import REPO
 from keras_bert import BertConfig, BertEncoder, BertTokenizer
 from keras_bert.errors import ArgumentError, DataError
 from keras_bert.tasks.base import FeatureSettings, feature_dataset
-from keras_bert.tasks.tagging import (
-    IGNORE_LABEL,
-    BertFeatureBasedTagger,
-    BertNerTagger,
-    NerExample,
-    NerTask,
-)
+from keras_bert.tasks.tagging import NerExample, NerTask
+from keras_bert.tasks.tagging_models import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger
 
 DATA = os.path.join(REPO, "tests", "data", "tasks", "conll2003")
 TRAIN_TAGS = ("O", "B-LOC", "I-LOC", "I-MISC", "I-ORG", "I-PER")

@@ -25,7 +25,7 @@ from keras_bert.errors import (  # noqa: E402
     MismatchError,
 )
 from keras_bert.tasks.base import FeatureSettings  # noqa: E402
-from keras_bert.tasks.glue import GlueExample  # noqa: E402
+from keras_bert.tasks.glue import GLUE_TFDS_FEATURES, GlueExample  # noqa: E402
 from keras_bert.tasks.registry import get_task  # noqa: E402
 from keras_bert.tasks.squad import SquadExample  # noqa: E402
 from keras_bert.tasks.tagging import NerExample  # noqa: E402
@@ -288,10 +288,8 @@ def test_prepared_dataset_and_unprepared_one(tmp_path):
 
 
 def test_label_names_are_checked(monkeypatch):
-    from keras_bert.tasks import tfds_source
-
     # As if tfds's sst2 had other class names: a clear error naming both sets.
-    monkeypatch.setitem(tfds_source._GLUE, "sst2", (("sentence",), {"bad": "0", "good": "1"}))
+    monkeypatch.setitem(GLUE_TFDS_FEATURES, "sst2", (("sentence",), {"bad": "0", "good": "1"}))
     with random_mock(2), pytest.raises(MismatchError, match=r"label names \['negative', "
                                                         r"'positive'\].*\['bad', 'good'\]"):
         tfds_examples(get_task("sst2"), "glue/sst2", "train")
@@ -300,9 +298,7 @@ def test_label_names_are_checked(monkeypatch):
 def test_every_glue_task_maps_its_tfds_labels(tmp_path):
     """Each GLUE builder's real class names (from tfds's code) map onto the task's
     label strings, every label reached."""
-    from keras_bert.tasks import tfds_source
-
-    for task_name, (text_features, mapping) in tfds_source._GLUE.items():
+    for task_name, (text_features, mapping) in GLUE_TFDS_FEATURES.items():
         info = tfds.builder(f"glue/{task_name}", data_dir=str(tmp_path)).info
         assert set(text_features) | {"idx", "label"} == set(info.features.keys())
         task = get_task(task_name)
@@ -313,7 +309,7 @@ def test_every_glue_task_maps_its_tfds_labels(tmp_path):
         assert sorted(names) == sorted(mapping)
         assert sorted(mapping[n] for n in names) == sorted(task.labels)
     # WNLI lists its classes the other way round from RTE and QNLI.
-    assert tfds_source._GLUE["wnli"][1] == {"not_entailment": "0", "entailment": "1"}
+    assert GLUE_TFDS_FEATURES["wnli"][1] == {"not_entailment": "0", "entailment": "1"}
 
 
 def test_missing_package_says_how_to_install(monkeypatch):

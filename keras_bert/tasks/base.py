@@ -21,6 +21,8 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.errors import ArgumentError
+
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
@@ -137,6 +139,14 @@ class Task(abc.ABC):
         """Takes back what `config()` saved (e.g. a label list learned from the training
         data), before a saved model's outputs are decoded."""
         del config  # nothing to take back unless a task saves more than its name
+
+    def tfds_layout(self):
+        """Where the task's data lies in tensorflow-datasets and how its records become
+        examples: a `keras_bert.tasks.tfds_source.TfdsLayout`, what `tfds_examples`
+        reads with. A task tensorflow-datasets does not have raises `ArgumentError`."""
+        raise ArgumentError(f"Task {self.name!r} cannot be read from tensorflow-datasets; "
+                            "read it from the benchmark's files (a data_dir) instead.",
+                            field="name")
 
 
 def feature_dataset(features: Features, batch_size: int, training: bool = False,

@@ -12,95 +12,30 @@ original mark, sentence). Labels are those of google-research/bert's run_classif
 
 `GLUE_TASKS` maps each task name ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli",
 "qnli", "rte", "wnli") to its `GlueTask`.
+
+The same tasks read from tensorflow-datasets (`glue/<task>`, see
+`keras_bert.tasks.tfds_source`): tfds's class names are mapped by name to the label
+strings of the GLUE TSVs (sst2 "negative"/"positive" -> "0"/"1", MNLI's names as they
+are, ...); the `idx` feature (the row number in GLUE's TSV) is the guid, and examples
+come back in that order. Test splits carry the label -1, read as None.
 """
 
 from __future__ import annotations
 
-import codecs
 import dataclasses
+import functools
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
-import tensorflow as tf
 
 from keras_bert import io
-from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
+from keras_bert.errors import ArgumentError, DataError, MismatchError
 from keras_bert.metrics import GLUE_METRIC_NAMES, glue_metrics
 from keras_bert.models import BertClassifier
-from keras_bert.preprocessing import pack_inputs
-from keras_bert.tasks.base import INPUT_NAMES, Features, FeatureSettings, Task
-
-_TOKENIZE_BATCH = 8192  # examples tokenized per call: bounds the memory of huge splits
-
-
-def read_lines(path: str) -> Iterator[tuple[int, str]]:
-    """Yields `(line number, text)` of a UTF-8 text file (1-based numbers, a leading
-    BOM and each line's end, "\\n" or "\\r\\n", removed). Only "\\n" ends a line, so
-    other Unicode line separators stay inside the text as they are in the data.
-
-    Raises `InputNotFoundError` for a missing file and `DataError` naming the line of
-    bytes that are not UTF-8.
-    """
-    if not io.exists(path) or io.isdir(path):
-        raise InputNotFoundError(f"{path}: no such file.")
-    with io.open_file(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            if number == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8):]
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise DataError(f"not UTF-8 text ({e.reason} at byte {e.start}).",
-                                path=path, line=number) from None
-            yield number, text.removesuffix("\n").removesuffix("\r")
-
-
-def encode_text_segments(tokenizer, segments: Sequence[Sequence[str]], seq_length: int
-                         ) -> dict[str, np.ndarray]:
-    """Tokenizes one or two lists of texts in batches of TF ops and packs each example
-    as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` (google-research/bert's longest-first
-    truncation), padded to `seq_length`.
-
-    Args:
-        tokenizer: a `BertTokenizer`.
-        segments: one or two equally long lists of strings.
-        seq_length: tokens per sequence, special tokens included.
-
-    Returns:
-        `INPUT_NAMES` -> int32 arrays [n, seq_length].
-
-    Example:
-
-    >>> from keras_bert.tokenization import BertTokenizer
-    >>> tok = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
-    >>> out = encode_text_segments(tok, [["a b"], ["b"]], seq_length=7)
-    >>> out["input_word_ids"].tolist(), out["input_type_ids"].tolist()
-    ([[2, 5, 6, 3, 6, 3, 0]], [[0, 0, 0, 0, 1, 1, 0]])
-    """
-    count = len(segments[0])
-    if any(len(s) != count for s in segments):
-        raise ArgumentError(f"Segments differ in length: {[len(s) for s in segments]}.")
-    parts = []
-    for start in range(0, count, _TOKENIZE_BATCH):
-        ids = [tokenizer.tokenize(tf.constant(list(s[start:start + _TOKENIZE_BATCH]),
-                                              dtype=tf.string)) for s in segments]
-        packed = pack_inputs(ids, seq_length, cls_id=tokenizer.cls_id,
-                             sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id)
-        parts.append({k: v.numpy() for k, v in packed.items()})
-    if not parts:
-        return {k: np.zeros((0, seq_length), np.int32) for k in INPUT_NAMES}
-    return {k: np.concatenate([p[k] for p in parts]) for k in INPUT_NAMES}
-
-
-def as_numpy_outputs(outputs) -> np.ndarray:
-    """`model.predict` outputs as one numpy array: a `tf.RaggedTensor` (what Keras
-    returns when batches were cut to different lengths) is padded with zeros."""
-    if hasattr(outputs, "to_tensor"):
-        outputs = outputs.to_tensor()
-    if hasattr(outputs, "numpy"):
-        outputs = outputs.numpy()
-    return np.asarray(outputs)
+from keras_bert.tasks.base import Features, FeatureSettings, Task
+from keras_bert.tasks.common import as_numpy_outputs, encode_text_segments, read_lines
+from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,7 +266,9 @@ class GlueTask(Task):
             predictions[int(example)] = values[feature]
         return predictions
 
-    def _class_index(self, value, what: str) -> int:
+    def class_index(self, value, what: str) -> int:
+        """The class index of a label string (`ArgumentError` naming `what` for one not
+        in `labels`), or of an index given as a number."""
         if isinstance(value, str):
             if value not in self.labels:
                 raise ArgumentError(f"{what} {value!r} is not one of {list(self.labels)}.")
@@ -350,8 +287,8 @@ class GlueTask(Task):
         if self.labels is None:
             return glue_metrics(self.name, [e.label for e in examples],
                                 [float(p) for p in predictions])
-        gold = [self._class_index(e.label, "label") for e in examples]
-        guessed = [self._class_index(p, "prediction") for p in predictions]
+        gold = [self.class_index(e.label, "label") for e in examples]
+        guessed = [self.class_index(p, "prediction") for p in predictions]
         return glue_metrics(self.name, gold, guessed)
 
     def write_predictions(self, examples: Sequence[GlueExample], predictions: Sequence,
@@ -386,6 +323,17 @@ class GlueTask(Task):
             if (None if labels is None else tuple(labels)) != self.labels:
                 raise ArgumentError(f"Saved labels {labels} differ from GLUE {self.name}'s "
                                     f"{self.labels}.", field="labels")
+
+    def tfds_layout(self) -> TfdsLayout:
+        """`glue/<task>` in tensorflow-datasets (see the module docstring); the demo's
+        derived tasks are not there."""
+        if self.name not in GLUE_TFDS_FEATURES:
+            return super().tfds_layout()  # raises: not a dataset tfds has
+        known = ("train", *self.dev_splits, *self.test_splits)
+        # MNLI: "test" means "test_matched", as for the files.
+        aliases = {} if "test" in self.test_splits else {"test": self.test_splits[0]}
+        return TfdsLayout(f"glue/{self.name}", {s: _TFDS_SPLITS[s] for s in known},
+                          functools.partial(_tfds_reader, self), split_aliases=aliases)
 
     @classmethod
     def from_config(cls, config: dict) -> GlueTask:
@@ -422,3 +370,72 @@ GLUE_TASKS: dict[str, GlueTask] = {task.name: task for task in (
     GlueTask("rte", "RTE", _ENTAILMENT, ("sentence1", "sentence2"), "label"),
     GlueTask("wnli", "WNLI", _BINARY, ("sentence1", "sentence2"), "label"),
 )}
+
+
+# --- tensorflow-datasets --------------------------------------------------------------
+
+# Per GLUE task: the tfds text features (in GlueExample's text_a, text_b order) and the
+# tfds class name -> the label string of the GLUE TSV (None: STS-B's float score).
+GLUE_TFDS_FEATURES = {
+    "cola": (("sentence",), {"unacceptable": "0", "acceptable": "1"}),
+    "sst2": (("sentence",), {"negative": "0", "positive": "1"}),
+    "mrpc": (("sentence1", "sentence2"), {"not_equivalent": "0", "equivalent": "1"}),
+    "stsb": (("sentence1", "sentence2"), None),
+    "qqp": (("question1", "question2"), {"not_duplicate": "0", "duplicate": "1"}),
+    "mnli": (("premise", "hypothesis"), {"entailment": "entailment", "neutral": "neutral",
+                                         "contradiction": "contradiction"}),
+    "qnli": (("question", "sentence"), {"entailment": "entailment",
+                                        "not_entailment": "not_entailment"}),
+    "rte": (("sentence1", "sentence2"), {"entailment": "entailment",
+                                         "not_entailment": "not_entailment"}),
+    "wnli": (("sentence1", "sentence2"), {"not_entailment": "0", "entailment": "1"}),
+}
+_TFDS_SPLITS = {"train": "train", "dev": "validation", "dev_matched": "validation_matched",
+                "dev_mismatched": "validation_mismatched", "test": "test",
+                "test_matched": "test_matched", "test_mismatched": "test_mismatched"}
+_TFDS_BATCH = 4096  # records read per batch (scalar features only)
+
+
+def _tfds_reader(task: GlueTask, builder, name: str):
+    text_features, mapping = GLUE_TFDS_FEATURES[task.name]
+    require_features(builder, name, (*text_features, "label", "idx"))
+    label_feature = builder.info.features["label"]
+    if mapping is None:
+        if getattr(label_feature, "names", None):
+            raise MismatchError(f"tensorflow-datasets {name!r} has class labels "
+                                f"{list(label_feature.names)}; STS-B expects a float score.")
+        strings = None
+    else:
+        names = class_names(label_feature, name, "label", mapping)
+        strings = [mapping[n] for n in names]  # class index -> GLUE label string
+        if not set(strings) <= set(task.labels):
+            raise MismatchError(f"GLUE {task.name}'s labels {list(task.labels)} do not "
+                                f"include {sorted(set(strings) - set(task.labels))}.")
+
+    def label_of(value, where: str, record: int):
+        if strings is None:
+            value = float(value)
+            return None if value == -1.0 else value  # -1: an unlabelled (test) record
+        value = int(value)
+        if value == -1:
+            return None
+        if not 0 <= value < len(strings):
+            raise DataError(f"record {record}: label {value} is not a class index of "
+                            f"{strings}.", path=where)
+        return strings[value]
+
+    def read(as_numpy, dataset, where: str, labelled: bool) -> list[GlueExample]:
+        rows = []
+        record = 0
+        for batch in as_numpy(dataset.batch(_TFDS_BATCH)):
+            texts = [batch[f] for f in text_features]
+            for i, idx in enumerate(batch["idx"]):
+                label = label_of(batch["label"][i], where, record) if labelled else None
+                text_b = record_text(texts[1][i]) if len(texts) > 1 else None
+                rows.append((int(idx), GlueExample(str(int(idx)), record_text(texts[0][i]),
+                                                   text_b, label)))
+                record += 1
+        rows.sort(key=lambda row: row[0])  # tfds stores records in hashed-key order
+        return [example for _, example in rows]
+
+    return read

@@ -66,8 +66,8 @@ class LibraryTask(GlueTask):
         if len(examples) != len(predictions):
             raise ArgumentError(f"{len(examples)} examples but {len(predictions)} "
                                 "predictions.", field="predictions")
-        gold = [self._class_index(e.label, "label") for e in examples]
-        guessed = [self._class_index(p, "prediction") for p in predictions]
+        gold = [self.class_index(e.label, "label") for e in examples]
+        guessed = [self.class_index(p, "prediction") for p in predictions]
         return {"accuracy": accuracy(gold, guessed)}
 
     def restore(self, config: dict) -> None:

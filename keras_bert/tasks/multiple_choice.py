@@ -12,7 +12,6 @@ scored by `BertMultipleChoice` and softmaxed over the four choices.
 
 from __future__ import annotations
 
-import codecs
 import csv
 import dataclasses
 import io as text_io
@@ -22,11 +21,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from keras_bert import io
-from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
+from keras_bert.errors import ArgumentError, DataError
 from keras_bert.metrics import accuracy
 from keras_bert.models import BertMultipleChoice
 from keras_bert.tasks.base import Features, FeatureSettings, Task
-from keras_bert.tasks.glue import as_numpy_outputs, encode_text_segments
+from keras_bert.tasks.common import as_numpy_outputs, encode_text_segments, read_text
 
 NUM_CHOICES = 4
 _ENDINGS = tuple(f"ending{k}" for k in range(NUM_CHOICES))
@@ -53,20 +52,6 @@ class SwagExample:
     def choices(self) -> list[str]:
         """The four sentence-B texts: `start + " " + ending`."""
         return [f"{self.start} {ending}" for ending in self.endings]
-
-
-def _read_text(path: str) -> str:
-    if not io.exists(path) or io.isdir(path):
-        raise InputNotFoundError(f"{path}: no such file.")
-    with io.open_file(path, "rb") as f:
-        data = f.read()
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise DataError(f"not UTF-8 text ({e.reason}).", path=path,
-                        line=data.count(b"\n", 0, e.start) + 1) from None
 
 
 class SwagTask(Task):
@@ -110,7 +95,7 @@ class SwagTask(Task):
                 number of fields than the header or a bad label, a header without the
                 SWAG columns, or a file without rows.
         """
-        reader = csv.reader(text_io.StringIO(_read_text(path), newline=""))
+        reader = csv.reader(text_io.StringIO(read_text(path), newline=""))
         try:
             header = next(reader, None)
             if header is None:
@@ -209,6 +194,11 @@ class SwagTask(Task):
             writer = csv.writer(f, lineterminator="\n")
             writer.writerow(["index", "prediction"])
             writer.writerows([e.id, int(p)] for e, p in zip(examples, predictions))
+
+    def tfds_layout(self):
+        """SWAG is not in tensorflow-datasets: always `ArgumentError`."""
+        raise ArgumentError("SWAG is not in tensorflow-datasets; read it from the "
+                            "benchmark's files (a data_dir) instead.", field="name")
 
     @classmethod
     def from_config(cls, config: dict) -> SwagTask:

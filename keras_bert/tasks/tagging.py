@@ -12,6 +12,10 @@ As in the paper, each word's label sits on its first WordPiece; the other pieces
 loss (`SparseCategoricalCrossentropy(ignore_class=-1)`) and accuracy skip. Sentences
 longer than the sequence are cut: a word whose first piece does not fit gets no
 prediction and is decoded as "O"; `Features.extra["truncated_words"]` counts them.
+
+The same data read from tensorflow-datasets (`conll2003`, see
+`keras_bert.tasks.tfds_source`): the `tokens` and the `ner` tags by name. tfds keeps no
+line numbers, so `NerExample.line` is 0.
 """
 
 from __future__ import annotations
@@ -21,195 +25,19 @@ import os
 import re
 from collections.abc import Sequence
 
-import keras
 import numpy as np
 import tensorflow as tf
-from keras import ops
 
 from keras_bert import io
 from keras_bert.errors import ArgumentError, DataError
 from keras_bert.metrics import ner_span_metrics
-from keras_bert.models import BertFeatureExtractor, BertTokenClassifier, _BertTask
 from keras_bert.tasks.base import Features, FeatureSettings, Task
-from keras_bert.tasks.glue import as_numpy_outputs, read_lines
+from keras_bert.tasks.common import as_numpy_outputs, read_lines
+from keras_bert.tasks.tagging_models import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger
+from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
 
-IGNORE_LABEL = -1
 _TAG = re.compile(r"O|[BIES]-\S+")
 _TOKENIZE_BATCH = 65536  # words per tokenizer call
-
-
-@keras.saving.register_keras_serializable(package="keras_bert")
-class MaskedTokenAccuracy(keras.metrics.Metric):
-    """Accuracy over the token positions whose label is not `ignore_label`.
-
-    Example:
-
-    >>> m = MaskedTokenAccuracy()
-    >>> m.update_state(np.array([[1, -1, 0]]), np.array([[[0., 1.], [1., 0.], [0., 1.]]]))
-    >>> float(m.result())
-    0.5
-    """
-
-    def __init__(self, ignore_label: int = IGNORE_LABEL, name: str = "accuracy", dtype=None):
-        super().__init__(name=name, dtype=dtype)
-        self.ignore_label = ignore_label
-        self.correct = self.add_variable(shape=(), initializer="zeros", name="correct")
-        self.count = self.add_variable(shape=(), initializer="zeros", name="count")
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        y_true = ops.cast(y_true, "int32")
-        weight = ops.cast(ops.not_equal(y_true, self.ignore_label), "float32")
-        if sample_weight is not None:
-            weight = weight * ops.cast(ops.reshape(sample_weight, ops.shape(weight)), "float32")
-        hit = ops.cast(ops.equal(ops.cast(ops.argmax(y_pred, axis=-1), "int32"), y_true),
-                       "float32")
-        self.correct.assign_add(ops.sum(hit * weight))
-        self.count.assign_add(ops.sum(weight))
-
-    def result(self):
-        return ops.divide_no_nan(self.correct, self.count)
-
-    def reset_state(self):
-        self.correct.assign(0.0)
-        self.count.assign(0.0)
-
-    def get_config(self):
-        return {"ignore_label": self.ignore_label, "name": self.name, "dtype": self.dtype}
-
-
-def _tagging_loss():
-    return keras.losses.SparseCategoricalCrossentropy(from_logits=True,
-                                                      ignore_class=IGNORE_LABEL)
-
-
-@keras.saving.register_keras_serializable(package="keras_bert")
-class BertNerTagger(BertTokenClassifier):
-    """`BertTokenClassifier` whose default loss and accuracy skip positions labelled
-    `IGNORE_LABEL` (-1): continuation pieces, [CLS], [SEP] and padding. The loss is the
-    mean over the labelled positions of the batch.
-
-    Example:
-
-    >>> from keras_bert import BertConfig, BertEncoder
-    >>> model = BertNerTagger(BertEncoder(BertConfig.from_preset("tiny", vocab_size=50)),
-    ...                       num_classes=3)
-    >>> type(model.default_loss()).__name__, model.default_loss().ignore_class
-    ('SparseCategoricalCrossentropy', -1)
-    """
-
-    def __init__(self, encoder, num_classes: int, dropout: float | None = None,
-                 name: str = "bert_ner_tagger", **kwargs):
-        super().__init__(encoder, num_classes=num_classes, dropout=dropout, name=name,
-                         **kwargs)
-
-    def default_loss(self):
-        return _tagging_loss()
-
-    def default_metrics(self):
-        return [MaskedTokenAccuracy(name="accuracy")]
-
-
-@keras.saving.register_keras_serializable(package="keras_bert")
-class BertFeatureBasedTagger(_BertTask):
-    """The paper's feature-based NER (§5.3): the frozen encoder's hidden states of
-    `layers` concatenated (the last four by default, the best of Table 7), a randomly
-    initialized two-layer BiLSTM (`lstm_units` per direction, 768 in the paper) and a
-    dense tagger. Output: float32 logits [batch, seq, num_classes].
-
-    Only the BiLSTMs and the tagger train: the features come from a
-    `BertFeatureExtractor` (inference mode, no gradient), and the encoder's variables
-    are left out of this model's trainable weights without touching the encoder's own
-    `trainable` flag. `compile()` without a loss skips `IGNORE_LABEL` positions; its
-    default optimizer is Adam at 1e-3, since the BiLSTM starts from scratch.
-
-    Args:
-        encoder: a `BertEncoder`.
-        num_classes: number of tags.
-        lstm_units: units of each LSTM direction.
-        layers: encoder layers whose outputs are concatenated.
-        dropout: dropout on the BiLSTM output, before the tagger.
-
-    Example:
-
-    >>> from keras_bert import BertConfig, BertEncoder
-    >>> enc = BertEncoder(BertConfig.from_preset("tiny", vocab_size=50))
-    >>> model = BertFeatureBasedTagger(enc, num_classes=5, lstm_units=8, layers=(-2, -1))
-    >>> x = {"input_word_ids": np.ones((2, 6), "int32"), "input_mask": np.ones((2, 6), "int32"),
-    ...      "input_type_ids": np.zeros((2, 6), "int32")}
-    >>> tuple(model(x).shape), len(model.trainable_weights)  # 2 x 2 LSTMs x 3 + dense 2
-    ((2, 6, 5), 14)
-    >>> len(enc.trainable_weights) > 0  # the encoder object itself is left as it was
-    True
-    """
-
-    def __init__(self, encoder, num_classes: int, lstm_units: int = 768,
-                 layers: Sequence[int] = (-4, -3, -2, -1), dropout: float = 0.1,
-                 name: str = "bert_feature_based_tagger", **kwargs):
-        if num_classes < 2:
-            raise ValueError(f"num_classes must be >= 2 for tagging, got {num_classes}.")
-        if lstm_units < 1:
-            raise ValueError(f"lstm_units must be >= 1, got {lstm_units}.")
-        policy = encoder.dtype_policy
-        extractor = BertFeatureExtractor(encoder, layers=layers, combine="concat")
-        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-                  for name in ("input_word_ids", "input_mask", "input_type_ids")}
-        x = extractor(inputs)
-        mask = ops.not_equal(inputs["input_mask"], 0)
-        for i in range(2):
-            lstm = keras.layers.LSTM(lstm_units, return_sequences=True, dtype=policy)
-            x = keras.layers.Bidirectional(lstm, dtype=policy, name=f"bilstm_{i + 1}")(
-                x, mask=mask)
-        x = keras.layers.Dropout(dropout, dtype=policy, name="tagger_dropout")(x)
-        logits = keras.layers.Dense(num_classes, dtype=policy, name="logits")(x)
-        super().__init__(encoder, inputs=inputs, outputs=ops.cast(logits, "float32"),
-                         name=name, **kwargs)
-        self.extractor = extractor
-        self.num_classes = num_classes
-        self.lstm_units = lstm_units
-        self.layers_used = tuple(int(i) for i in layers)
-        self.dropout = dropout
-
-    def _task_config(self):
-        return {"num_classes": self.num_classes, "lstm_units": self.lstm_units,
-                "layers": list(self.layers_used), "dropout": self.dropout}
-
-    def default_loss(self):
-        return _tagging_loss()
-
-    def default_metrics(self):
-        return [MaskedTokenAccuracy(name="accuracy")]
-
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
-        """Like `keras.Model.compile`; "auto" picks Adam(1e-3), the masked
-        cross-entropy and `MaskedTokenAccuracy`."""
-        if optimizer == "auto":
-            optimizer = keras.optimizers.Adam(1e-3)
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
-
-    # The frozen encoder: Keras collects trainable weights through every sublayer, so
-    # the extractor's own freezing does not carry over to a model that contains it.
-    def _frozen(self) -> set[int]:
-        return {id(v) for v in self.extractor.variables}
-
-    @property
-    def trainable_weights(self):
-        frozen = self._frozen()
-        return [v for v in super().trainable_weights if id(v) not in frozen]
-
-    @property
-    def trainable_variables(self):
-        frozen = self._frozen()
-        return [v for v in super().trainable_variables if id(v) not in frozen]
-
-    @property
-    def non_trainable_weights(self):
-        trainable = {id(v) for v in self.trainable_weights}
-        return [v for v in self.weights if id(v) not in trainable]
-
-    @property
-    def non_trainable_variables(self):
-        trainable = {id(v) for v in self.trainable_variables}
-        return [v for v in self.variables if id(v) not in trainable]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -489,9 +317,51 @@ class NerTask(Task):
         if config.get("labels") is not None:
             self.labels = self._checked_labels(config["labels"])
 
+    def tfds_layout(self) -> TfdsLayout:
+        """`conll2003` in tensorflow-datasets (see the module docstring)."""
+        return TfdsLayout("conll2003", _TFDS_SPLITS, _tfds_reader,
+                          other_names=("conll2003/conll2003",))
+
     @classmethod
     def from_config(cls, config: dict) -> NerTask:
         """A task with the label list of a saved `config()`."""
         task = cls()
         task.restore(config)
         return task
+
+
+# --- tensorflow-datasets --------------------------------------------------------------
+
+CONLL2003_TFDS_TAGS = frozenset(["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC",
+                                 "B-MISC", "I-MISC"])
+"""The `ner` class names of tfds's conll2003 (in any order)."""
+_TFDS_SPLITS = {"train": "train", "dev": "dev", "valid": "dev", "test": "test"}
+
+
+def _tfds_reader(builder, name: str):
+    require_features(builder, name, ("tokens", "ner"))
+    feature = builder.info.features["ner"]
+    tags = class_names(getattr(feature, "feature", feature), name, "ner tag",
+                       CONLL2003_TFDS_TAGS)
+
+    def read(as_numpy, dataset, where: str, labelled: bool) -> list[NerExample]:
+        examples = []
+        for record, r in enumerate(as_numpy(dataset)):
+            words = tuple(record_text(w) for w in r["tokens"])
+            if not words:
+                continue  # no sentence (the file reader skips blank lines alike)
+            sentence_tags = None
+            if labelled:
+                ids = [int(t) for t in r["ner"]]
+                if len(ids) != len(words):
+                    raise DataError(f"record {record} has {len(words)} tokens but "
+                                    f"{len(ids)} ner tags.", path=where)
+                bad = [t for t in ids if not 0 <= t < len(tags)]
+                if bad:
+                    raise DataError(f"record {record}: ner tag index {bad[0]} is not one "
+                                    f"of the {len(tags)} tags {tags}.", path=where)
+                sentence_tags = tuple(tags[t] for t in ids)
+            examples.append(NerExample(words, sentence_tags))
+        return examples
+
+    return read

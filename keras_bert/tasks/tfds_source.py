@@ -7,63 +7,47 @@ network access, then copied or shared). tensorflow-datasets is an optional extra
 (`pip install -e ".[datasets]"`), imported only when a dataset is read.
 
 Records become the task's own examples, so everything after reading (features, models,
-metrics, submission files) is the same as for the benchmark files:
-
-* GLUE (`glue/<task>`): tfds's class names are mapped by name to the label strings of
-  the GLUE TSVs (sst2 "negative"/"positive" -> "0"/"1", MNLI's names as they are, ...);
-  the `idx` feature (the row number in GLUE's TSV) is the guid, and examples come back
-  in that order. Test splits carry the label -1, read as None.
-* SQuAD (`squad/v1.1`, `squad/v2.0`): the training target is chosen as `read_squad`
-  chooses it (the first answer that matches the context at its answer_start; the
-  others are counted in `SquadTask.read_stats`, and a question with none is kept for
-  evaluation but left out of training).
-* CoNLL-2003 (`conll2003`): the `tokens` and the `ner` tags by name. tfds keeps no
-  line numbers, so `NerExample.line` is 0.
-
-SWAG is not in tensorflow-datasets.
+metrics, submission files) is the same as for the benchmark files. Each task family
+knows its own datasets: a task's `tfds_layout()` (a `TfdsLayout`) names the dataset,
+maps the split names and turns records into examples (GLUE in `keras_bert.tasks.glue`,
+SQuAD in `keras_bert.tasks.squad.tfds`, CoNLL-2003 in `keras_bert.tasks.tagging`).
+This module opens the prepared dataset for any of them and holds the record helpers
+they share. SWAG is not in tensorflow-datasets.
 """
 
 from __future__ import annotations
 
-import logging
+import dataclasses
 import re
+from collections.abc import Callable, Mapping
 
 from keras_bert.errors import ArgumentError, DataError, InputNotFoundError, MismatchError
 from keras_bert.tasks.base import Task
-from keras_bert.tasks.glue import GlueExample, GlueTask
-from keras_bert.tasks.squad import SquadExample, SquadReadStats, _labelled_example
-from keras_bert.tasks.tagging import NerExample
 
-logger = logging.getLogger("keras_bert")
 
-_GLUE_BATCH = 4096  # GLUE records read per batch (scalar features only)
+@dataclasses.dataclass(frozen=True)
+class TfdsLayout:
+    """Where a task's data lies in tensorflow-datasets, and how its records become the
+    task's examples.
 
-# Per GLUE task: the tfds text features (in GlueExample's text_a, text_b order) and the
-# tfds class name -> the label string of the GLUE TSV (None: STS-B's float score).
-_GLUE = {
-    "cola": (("sentence",), {"unacceptable": "0", "acceptable": "1"}),
-    "sst2": (("sentence",), {"negative": "0", "positive": "1"}),
-    "mrpc": (("sentence1", "sentence2"), {"not_equivalent": "0", "equivalent": "1"}),
-    "stsb": (("sentence1", "sentence2"), None),
-    "qqp": (("question1", "question2"), {"not_duplicate": "0", "duplicate": "1"}),
-    "mnli": (("premise", "hypothesis"), {"entailment": "entailment", "neutral": "neutral",
-                                         "contradiction": "contradiction"}),
-    "qnli": (("question", "sentence"), {"entailment": "entailment",
-                                        "not_entailment": "not_entailment"}),
-    "rte": (("sentence1", "sentence2"), {"entailment": "entailment",
-                                         "not_entailment": "not_entailment"}),
-    "wnli": (("sentence1", "sentence2"), {"not_entailment": "0", "entailment": "1"}),
-}
-_NER_TAGS = frozenset(["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC",
-                       "B-MISC", "I-MISC"])
-_SQUAD = {"squad1": "squad/v1.1", "squad2": "squad/v2.0"}
+    Attributes:
+        dataset: the tfds dataset name ("glue/sst2", "squad/v1.1", "conll2003").
+        splits: keras_bert's split name -> tfds's ("dev" -> "validation").
+        reader: `reader(builder, name)` checks the builder's features (`MismatchError`
+            when they are not the expected ones) and returns `read(as_numpy, dataset,
+            where, labelled)`, which turns a split's `tf.data.Dataset` into examples
+            (`where` names the split in errors; `labelled=False` ignores labels).
+        split_aliases: split names that stand for one of `splits` (MNLI's "test" is
+            "test_matched"); errors list only `splits`.
+        other_names: other names of the same dataset (a builder's only config named
+            explicitly, e.g. "conll2003/conll2003").
+    """
 
-# keras_bert's split names -> tfds's, per task family.
-_GLUE_SPLITS = {"train": "train", "dev": "validation", "dev_matched": "validation_matched",
-                "dev_mismatched": "validation_mismatched", "test": "test",
-                "test_matched": "test_matched", "test_mismatched": "test_mismatched"}
-_SQUAD_SPLITS = {"train": "train", "dev": "validation"}
-_NER_SPLITS = {"train": "train", "dev": "dev", "valid": "dev", "test": "test"}
+    dataset: str
+    splits: Mapping[str, str]
+    reader: Callable
+    split_aliases: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    other_names: tuple[str, ...] = ()
 
 
 def tfds_dataset_name(task: Task) -> str:
@@ -76,18 +60,7 @@ def tfds_dataset_name(task: Task) -> str:
     >>> tfds_dataset_name(get_task("mnli")), tfds_dataset_name(get_task("squad1"))
     ('glue/mnli', 'squad/v1.1')
     """
-    if task.family == "glue" and task.name in _GLUE:
-        return f"glue/{task.name}"
-    if task.family == "squad" and task.name in _SQUAD:
-        return _SQUAD[task.name]
-    if task.family == "tagging" and task.name == "ner":
-        return "conll2003"
-    if task.name == "swag":
-        raise ArgumentError("SWAG is not in tensorflow-datasets; read it from the "
-                            "benchmark's files (a data_dir) instead.", field="name")
-    raise ArgumentError(f"Task {task.name!r} cannot be read from tensorflow-datasets; "
-                        "read it from the benchmark's files (a data_dir) instead.",
-                        field="name")
+    return task.tfds_layout().dataset
 
 
 def tfds_split_name(task: Task, split: str) -> str:
@@ -104,21 +77,18 @@ def tfds_split_name(task: Task, split: str) -> str:
     >>> tfds_split_name(get_task("squad2"), "train[:1000]")
     'train[:1000]'
     """
-    tfds_dataset_name(task)  # raises for a task tfds does not have
+    return _split_name(task.tfds_layout(), task.name, split)
+
+
+def _split_name(layout: TfdsLayout, task_name: str, split: str) -> str:
     match = re.fullmatch(r"([a-z_]+)(\[[^\]]*\])?", split)
     base, piece = (match.group(1), match.group(2) or "") if match else (split, "")
-    if isinstance(task, GlueTask):
-        known = ("train", *task.dev_splits, *task.test_splits)
-        if base == "test" and "test" not in task.test_splits:
-            base = task.test_splits[0]  # MNLI: test means test_matched, as for the files
-        table = {s: _GLUE_SPLITS[s] for s in known}
-    else:
-        table = _SQUAD_SPLITS if task.family == "squad" else _NER_SPLITS
-    if base not in table:
-        raise ArgumentError(f"{task.name} has no split {split!r} in tensorflow-datasets; "
-                            f"expected one of {sorted(table)} (optionally sliced, e.g. "
-                            "'train[:10%]').", field="split")
-    return table[base] + piece
+    base = layout.split_aliases.get(base, base)
+    if base not in layout.splits:
+        raise ArgumentError(f"{task_name} has no split {split!r} in tensorflow-datasets; "
+                            f"expected one of {sorted(layout.splits)} (optionally sliced, "
+                            "e.g. 'train[:10%]').", field="split")
+    return layout.splits[base] + piece
 
 
 def tfds_examples(task: Task, name: str, split: str, data_dir: str | None = None,
@@ -161,24 +131,17 @@ def tfds_examples(task: Task, name: str, split: str, data_dir: str | None = None
     ...
     keras_bert.errors.ArgumentError: tensorflow-datasets 'glue/mrpc' does not hold task sst2: read it from 'glue/sst2'.
     """
-    expected = tfds_dataset_name(task)
+    layout = task.tfds_layout()
     given = name.partition(":")[0]
-    if given == "conll2003/conll2003":  # the builder's only config, named explicitly
-        given = "conll2003"
-    if given != expected:
+    if given != layout.dataset and given not in layout.other_names:
         raise ArgumentError(f"tensorflow-datasets {name!r} does not hold task {task.name}: "
-                            f"read it from {expected!r}.", field="name")
-    tfds_split = tfds_split_name(task, split)
+                            f"read it from {layout.dataset!r}.", field="name")
+    tfds_split = _split_name(layout, task.name, split)
     tfds = _import_tfds()
     builder = _builder(tfds, name, data_dir)
-    where = f"{name} ({split})"
-    if isinstance(task, GlueTask):
-        read = _glue_reader(task, builder, name)
-    elif task.family == "squad":
-        read = _squad_reader(task, builder, name)
-    else:
-        read = _ner_reader(builder, name)
+    read = layout.reader(builder, name)
     dataset = _as_dataset(builder, name, split, tfds_split)
+    where = f"{name} ({split})"
     examples = read(tfds.as_numpy, dataset, where, labelled)
     if not examples:
         raise DataError("holds no examples (an empty split).", path=where)
@@ -222,23 +185,29 @@ def _as_dataset(builder, name: str, split: str, tfds_split: str):
                             f"prepared: {e}", field="split") from None
 
 
-def _text(value) -> str:
+# --- what the families' readers share ------------------------------------------------
+
+
+def record_text(value) -> str:
+    """A tfds text feature (bytes from `as_numpy`) as a string."""
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
-def _feature_names(builder) -> set[str]:
+def feature_names(builder) -> set[str]:
+    """The names of the features of a tfds builder's records."""
     return set(builder.info.features.keys())
 
 
-def _require(builder, name: str, features) -> None:
-    missing = [f for f in features if f not in _feature_names(builder)]
+def require_features(builder, name: str, features) -> None:
+    """`MismatchError` unless the builder's records have all of `features`."""
+    missing = [f for f in features if f not in feature_names(builder)]
     if missing:
         raise MismatchError(f"tensorflow-datasets {name!r} has no feature(s) {missing} "
-                            f"(it has {sorted(_feature_names(builder))}); keras_bert "
+                            f"(it has {sorted(feature_names(builder))}); keras_bert "
                             "expects the layout of tensorflow-datasets 4.9.")
 
 
-def _class_names(feature, name: str, what: str, expected) -> list[str]:
+def class_names(feature, name: str, what: str, expected) -> list[str]:
     """A ClassLabel's names, checked to be the `expected` set (by name, any order)."""
     names = list(getattr(feature, "names", None) or ())
     if sorted(names) != sorted(expected):
@@ -246,126 +215,3 @@ def _class_names(feature, name: str, what: str, expected) -> list[str]:
                             f"not the ones keras_bert maps to this task's labels: "
                             f"{sorted(expected)}.")
     return names
-
-
-# --- GLUE ---------------------------------------------------------------------------
-
-
-def _glue_reader(task: GlueTask, builder, name: str):
-    text_features, mapping = _GLUE[task.name]
-    _require(builder, name, (*text_features, "label", "idx"))
-    label_feature = builder.info.features["label"]
-    if mapping is None:
-        if getattr(label_feature, "names", None):
-            raise MismatchError(f"tensorflow-datasets {name!r} has class labels "
-                                f"{list(label_feature.names)}; STS-B expects a float score.")
-        strings = None
-    else:
-        names = _class_names(label_feature, name, "label", mapping)
-        strings = [mapping[n] for n in names]  # class index -> GLUE label string
-        if not set(strings) <= set(task.labels):
-            raise MismatchError(f"GLUE {task.name}'s labels {list(task.labels)} do not "
-                                f"include {sorted(set(strings) - set(task.labels))}.")
-
-    def label_of(value, where: str, record: int):
-        if strings is None:
-            value = float(value)
-            return None if value == -1.0 else value  # -1: an unlabelled (test) record
-        value = int(value)
-        if value == -1:
-            return None
-        if not 0 <= value < len(strings):
-            raise DataError(f"record {record}: label {value} is not a class index of "
-                            f"{strings}.", path=where)
-        return strings[value]
-
-    def read(as_numpy, dataset, where: str, labelled: bool) -> list[GlueExample]:
-        rows = []
-        record = 0
-        for batch in as_numpy(dataset.batch(_GLUE_BATCH)):
-            texts = [batch[f] for f in text_features]
-            for i, idx in enumerate(batch["idx"]):
-                label = label_of(batch["label"][i], where, record) if labelled else None
-                text_b = _text(texts[1][i]) if len(texts) > 1 else None
-                rows.append((int(idx), GlueExample(str(int(idx)), _text(texts[0][i]),
-                                                   text_b, label)))
-                record += 1
-        rows.sort(key=lambda row: row[0])  # tfds stores records in hashed-key order
-        return [example for _, example in rows]
-
-    return read
-
-
-# --- SQuAD --------------------------------------------------------------------------
-
-
-def _squad_reader(task, builder, name: str):
-    _require(builder, name, ("id", "question", "context", "answers"))
-    has_impossible = "is_impossible" in _feature_names(builder)
-
-    def read(as_numpy, dataset, where: str, labelled: bool) -> list[SquadExample]:
-        stats = SquadReadStats(path=where)
-        examples, seen = [], set()
-        for record, r in enumerate(as_numpy(dataset)):
-            qid, question, context = (_text(r["id"]), _text(r["question"]),
-                                      _text(r["context"]))
-            if qid in seen:
-                raise DataError(f"record {record}: question id {qid!r} appears twice.",
-                                path=where)
-            seen.add(qid)
-            stats.questions += 1
-            if not labelled:
-                examples.append(SquadExample(qid, question, context))
-                continue
-            # The JSON layout read_squad checks, so the target is chosen (and mismatched
-            # answers are counted and logged) exactly as for the benchmark's files.
-            answers = r["answers"]
-            qa = {"answers": [{"text": _text(t), "answer_start": int(s)}
-                              for t, s in zip(answers["text"], answers["answer_start"])]}
-            if has_impossible:
-                qa["is_impossible"] = bool(r["is_impossible"])
-            examples.append(_labelled_example(qa, qid, question, context,
-                                              f"record {record}", where, task.version_2,
-                                              stats))
-        stats.examples = len(examples)
-        if stats.mismatched_answers:
-            logger.warning("%s: %d answer(s) do not match their context at answer_start "
-                           "and were skipped as training targets; %d question(s) with no "
-                           "matching answer will not be trained on.", where,
-                           len(stats.mismatched_answers), len(stats.skipped_questions))
-        if hasattr(task, "read_stats"):
-            task.read_stats[where] = stats
-        return examples
-
-    return read
-
-
-# --- CoNLL-2003 ---------------------------------------------------------------------
-
-
-def _ner_reader(builder, name: str):
-    _require(builder, name, ("tokens", "ner"))
-    feature = builder.info.features["ner"]
-    tags = _class_names(getattr(feature, "feature", feature), name, "ner tag", _NER_TAGS)
-
-    def read(as_numpy, dataset, where: str, labelled: bool) -> list[NerExample]:
-        examples = []
-        for record, r in enumerate(as_numpy(dataset)):
-            words = tuple(_text(w) for w in r["tokens"])
-            if not words:
-                continue  # no sentence (the file reader skips blank lines alike)
-            sentence_tags = None
-            if labelled:
-                ids = [int(t) for t in r["ner"]]
-                if len(ids) != len(words):
-                    raise DataError(f"record {record} has {len(words)} tokens but "
-                                    f"{len(ids)} ner tags.", path=where)
-                bad = [t for t in ids if not 0 <= t < len(tags)]
-                if bad:
-                    raise DataError(f"record {record}: ner tag index {bad[0]} is not one "
-                                    f"of the {len(tags)} tags {tags}.", path=where)
-                sentence_tags = tuple(tags[t] for t in ids)
-            examples.append(NerExample(words, sentence_tags))
-        return examples
-
-    return read

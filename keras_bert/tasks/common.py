@@ -1,0 +1,107 @@
+"""What the task families share: reading the benchmark's text files (line by line or
+whole), encoding one or two text segments into the encoder's inputs, and
+`model.predict` outputs as one numpy array."""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert import io
+from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
+from keras_bert.preprocessing import pack_inputs
+from keras_bert.tasks.base import INPUT_NAMES
+
+_TOKENIZE_BATCH = 8192  # examples tokenized per call: bounds the memory of huge splits
+
+
+def read_lines(path: str) -> Iterator[tuple[int, str]]:
+    """Yields `(line number, text)` of a UTF-8 text file (1-based numbers, a leading
+    BOM and each line's end, "\\n" or "\\r\\n", removed). Only "\\n" ends a line, so
+    other Unicode line separators stay inside the text as they are in the data.
+
+    Raises `InputNotFoundError` for a missing file and `DataError` naming the line of
+    bytes that are not UTF-8.
+    """
+    if not io.exists(path) or io.isdir(path):
+        raise InputNotFoundError(f"{path}: no such file.")
+    with io.open_file(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            if number == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8):]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(f"not UTF-8 text ({e.reason} at byte {e.start}).",
+                                path=path, line=number) from None
+            yield number, text.removesuffix("\n").removesuffix("\r")
+
+
+def read_text(path: str) -> str:
+    """The whole of a UTF-8 text file (a leading BOM removed), for readers that parse
+    it as one stream (CSV with quoted newlines).
+
+    Raises `InputNotFoundError` for a missing file and `DataError` naming the line of
+    the first bytes that are not UTF-8.
+    """
+    if not io.exists(path) or io.isdir(path):
+        raise InputNotFoundError(f"{path}: no such file.")
+    with io.open_file(path, "rb") as f:
+        data = f.read()
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(f"not UTF-8 text ({e.reason}).", path=path,
+                        line=data.count(b"\n", 0, e.start) + 1) from None
+
+
+def encode_text_segments(tokenizer, segments: Sequence[Sequence[str]], seq_length: int
+                         ) -> dict[str, np.ndarray]:
+    """Tokenizes one or two lists of texts in batches of TF ops and packs each example
+    as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` (google-research/bert's longest-first
+    truncation), padded to `seq_length`.
+
+    Args:
+        tokenizer: a `BertTokenizer`.
+        segments: one or two equally long lists of strings.
+        seq_length: tokens per sequence, special tokens included.
+
+    Returns:
+        `INPUT_NAMES` -> int32 arrays [n, seq_length].
+
+    Example:
+
+    >>> from keras_bert.tokenization import BertTokenizer
+    >>> tok = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
+    >>> out = encode_text_segments(tok, [["a b"], ["b"]], seq_length=7)
+    >>> out["input_word_ids"].tolist(), out["input_type_ids"].tolist()
+    ([[2, 5, 6, 3, 6, 3, 0]], [[0, 0, 0, 0, 1, 1, 0]])
+    """
+    count = len(segments[0])
+    if any(len(s) != count for s in segments):
+        raise ArgumentError(f"Segments differ in length: {[len(s) for s in segments]}.")
+    parts = []
+    for start in range(0, count, _TOKENIZE_BATCH):
+        ids = [tokenizer.tokenize(tf.constant(list(s[start:start + _TOKENIZE_BATCH]),
+                                              dtype=tf.string)) for s in segments]
+        packed = pack_inputs(ids, seq_length, cls_id=tokenizer.cls_id,
+                             sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id)
+        parts.append({k: v.numpy() for k, v in packed.items()})
+    if not parts:
+        return {k: np.zeros((0, seq_length), np.int32) for k in INPUT_NAMES}
+    return {k: np.concatenate([p[k] for p in parts]) for k in INPUT_NAMES}
+
+
+def as_numpy_outputs(outputs) -> np.ndarray:
+    """`model.predict` outputs as one numpy array: a `tf.RaggedTensor` (what Keras
+    returns when batches were cut to different lengths) is padded with zeros."""
+    if hasattr(outputs, "to_tensor"):
+        outputs = outputs.to_tensor()
+    if hasattr(outputs, "numpy"):
+        outputs = outputs.numpy()
+    return np.asarray(outputs)
