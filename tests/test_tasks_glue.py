@@ -17,12 +17,6 @@ needs_shared = pytest.mark.skipif(not os.path.isdir(SHARED_GLUE),
                                   reason=f"shared GLUE data not found at {SHARED_GLUE}")
 
 
-@pytest.fixture(scope="module")
-def tokenizer():
-    return BertTokenizer(os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt"),
-                         lower_case=False)
-
-
 def _write(tmp_path, name, text):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-from keras_bert import BertConfig, BertEncoder, BertTokenizer
+from keras_bert import BertConfig, BertEncoder
 from keras_bert.errors import ArgumentError, DataError
 from keras_bert.models import BertMultipleChoice
 from keras_bert.tasks.base import FeatureSettings, feature_dataset
@@ -15,12 +15,6 @@ from keras_bert.tasks.multiple_choice import SwagExample, SwagTask
 DATA = os.path.join(REPO, "tests", "data", "tasks", "swag")
 HEADER = (",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,"
           "ending3,label\n")
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return BertTokenizer(os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt"),
-                         lower_case=False)
 
 
 def _write(tmp_path, name, text):

@@ -16,12 +16,6 @@ TRAIN_TAGS = ("O", "B-LOC", "I-LOC", "I-MISC", "I-ORG", "I-PER")
 
 
 @pytest.fixture(scope="module")
-def tokenizer():
-    return BertTokenizer(os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt"),
-                         lower_case=False)
-
-
-@pytest.fixture(scope="module")
 def small_tokenizer():
     return BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "anna", "visit",
                           "##ed", "oslo", "."])

@@ -30,17 +30,10 @@ from keras_bert.tasks.registry import get_task  # noqa: E402
 from keras_bert.tasks.squad import SquadExample  # noqa: E402
 from keras_bert.tasks.tagging import NerExample  # noqa: E402
 from keras_bert.tasks.tfds_source import tfds_examples, tfds_split_name  # noqa: E402
-from keras_bert.tokenization import BertTokenizer  # noqa: E402
 
 SETTINGS = FeatureSettings(max_seq_length=32)
 SQUAD_SETTINGS = FeatureSettings(max_seq_length=32, doc_stride=8, max_query_length=8)
 NER_TAGS = {"O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"}
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return BertTokenizer(os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt"),
-                         lower_case=False)
 
 
 def random_mock(num_examples=4):

