@@ -16,49 +16,46 @@ from __future__ import annotations
 import argparse
 import os
 
+from keras_bert.pipelines.finetune_flags import (
+    add_eval_batch_size,
+    add_finetuned_model,
+    require_task_data,
+)
 from keras_bert.pipelines.flags import (
     add_boolean,
     library_logging,
-    positive_int,
     require_directory,
     require_output_directory,
 )
-from keras_bert.tasks.registry import TASK_NAMES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add("--model", required=True, help="a `keras-bert finetune` output directory")
-    add("--task", required=True, choices=TASK_NAMES, metavar="TASK",
-        help="the task the model was fine-tuned on")
+    add_finetuned_model(parser)
     add("--data_dir", help="the task's data in the benchmark's own layout")
     add("--tfds", metavar="NAME", help="instead of --data_dir: a prepared tensorflow-datasets "
         "dataset (e.g. glue/sst2)")
     add("--tfds_data_dir", help="where --tfds datasets are prepared")
     add("--output_dir", help="write metrics.json and the predictions here (default: --model, "
         "metrics.json only)")
-    add("--eval_batch_size", type=positive_int, default=64,
-        help="sequences per prediction batch (default: %(default)s)")
+    add_eval_batch_size(parser)
     add_boolean(parser, "progress", True, "show a progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
     from keras_bert import io
-    from keras_bert.errors import ArgumentError
     from keras_bert.tasks.finetuning import (
         METRICS_FILE,
         TaskSource,
+        dev_metrics,
         load_finetuned,
+        metrics_summary,
         prediction_file,
         score_split,
     )
 
     require_directory(args.model, "--model")
-    if bool(args.data_dir) == bool(args.tfds):
-        raise ArgumentError("give the task's data with --data_dir or --tfds (one of them)",
-                            field="data_dir")
-    if args.data_dir:
-        require_directory(args.data_dir, "--data_dir")
+    require_task_data(args)
     if args.output_dir:
         require_output_directory(args.output_dir, "--output_dir")
     with library_logging():
@@ -73,10 +70,7 @@ def run(args: argparse.Namespace) -> int:
                                       finetuned.settings, args.eval_batch_size,
                                       progress=args.progress)
                    for split, examples, features in splits}
-    first = task.dev_splits[0]
-    metrics = dict(results[first]["metrics"])
-    for split in task.dev_splits[1:]:
-        metrics[split] = results[split]["metrics"]
+    metrics = dev_metrics({split: results[split]["metrics"] for split in task.dev_splits})
     metrics["task"] = task.name
     target = args.output_dir or args.model
     if args.output_dir:
@@ -85,7 +79,6 @@ def run(args: argparse.Namespace) -> int:
             task.write_predictions(examples, results[split]["predictions"],
                                    os.path.join(args.output_dir, prediction_file(task, split)))
     io.write_json(os.path.join(target, METRICS_FILE), metrics)
-    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items() if k in task.metric_names)
-    print(f"{task.name} dev: {shown}")
+    print(f"{task.name} dev: {metrics_summary(task, metrics)}")
     print(f"Metrics: {os.path.join(target, METRICS_FILE)}")
     return 0

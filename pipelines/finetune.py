@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from keras_bert.pipelines.finetune_flags import add_eval_batch_size, require_task_data
 from keras_bert.pipelines.flags import (
     add_boolean,
     json_progress_callback,
@@ -33,7 +34,6 @@ from keras_bert.pipelines.flags import (
     positive_float,
     positive_int,
     probability,
-    require_directory,
 )
 from keras_bert.tasks.finetuning import PRECISIONS, FinetuneOptions
 from keras_bert.tasks.registry import TASK_NAMES
@@ -63,8 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="tokens per sequence (default: 384 for SQuAD, else 128)")
     add("--train_batch_size", type=positive_int, default=_DEFAULTS.train_batch_size,
         help="sequences per update (default: %(default)s)")
-    add("--eval_batch_size", type=positive_int, default=_DEFAULTS.eval_batch_size,
-        help="sequences per prediction batch (default: %(default)s)")
+    add_eval_batch_size(parser)
     add("--learning_rate", type=positive_float, default=None,
         help="peak learning rate; the paper searches 5e-5, 4e-5, 3e-5, 2e-5 (default: 2e-5 "
              "GLUE and SWAG, 3e-5 SQuAD, 5e-5 NER)")
@@ -102,14 +101,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from keras_bert.errors import ArgumentError
-    from keras_bert.tasks.finetuning import Finetuning
+    from keras_bert.tasks.finetuning import Finetuning, metrics_summary
 
-    if bool(args.data_dir) == bool(args.tfds):
-        raise ArgumentError("give the task's data with --data_dir or --tfds (one of them)",
-                            field="data_dir")
-    if args.data_dir:
-        require_directory(args.data_dir, "--data_dir")
+    require_task_data(args)
     options = options_from_args(FinetuneOptions, args)
     with library_logging():
         finetuning = Finetuning(
@@ -122,8 +116,7 @@ def run(args: argparse.Namespace) -> int:
             "finetune", round(finetuning.steps_per_epoch() * options.num_train_epochs),
             every=50)
         metrics = finetuning.run(callbacks=[progress] if progress else [])
-    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()
-                      if k in finetuning.task.metric_names)
+    shown = metrics_summary(finetuning.task, metrics)
     print(f"{args.task} dev: {shown} (seed {metrics['seed']}, {metrics['train_seconds']:.0f} s)")
     print(f"Model and predictions: {os.path.abspath(args.output_dir)}")
     return 0

@@ -18,31 +18,26 @@ from __future__ import annotations
 
 import argparse
 
+from keras_bert.pipelines.finetune_flags import add_eval_batch_size, add_finetuned_model
 from keras_bert.pipelines.flags import (
     library_logging,
-    positive_int,
     require_directory,
     require_file,
     require_output_file,
 )
-from keras_bert.tasks.registry import TASK_NAMES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add("--model", required=True, help="a `keras-bert finetune` output directory")
-    add("--task", required=True, choices=TASK_NAMES, metavar="TASK",
-        help="the task the model was fine-tuned on")
+    add_finetuned_model(parser)
     add("--input", required=True, help="examples in the task's own file layout")
     add("--output", required=True, help="the predictions file to write")
-    add("--eval_batch_size", type=positive_int, default=64,
-        help="sequences per prediction batch (default: %(default)s)")
+    add_eval_batch_size(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from keras_bert.errors import DataError
-    from keras_bert.tasks.base import feature_dataset
-    from keras_bert.tasks.finetuning import load_finetuned
+    from keras_bert.tasks.finetuning import load_finetuned, predict_split
 
     require_directory(args.model, "--model")
     require_file(args.input, "--input")
@@ -53,10 +48,9 @@ def run(args: argparse.Namespace) -> int:
         examples = task.read_examples(args.input, labelled=False)
         if not examples:
             raise DataError("holds no examples.", path=args.input)
-        features = finetuned.featurize(examples)
-        outputs = finetuned.model.predict(
-            feature_dataset(features, args.eval_batch_size, with_labels=False), verbose=0)
-        predictions = task.decode(examples, features, outputs, finetuned.settings)
+        predictions = predict_split(task, finetuned.model, examples,
+                                    finetuned.featurize(examples), finetuned.settings,
+                                    args.eval_batch_size)
     task.write_predictions(examples, predictions, args.output)
     print(f"Wrote {len(predictions)} predictions to {args.output}.")
     return 0

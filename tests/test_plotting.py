@@ -420,7 +420,10 @@ def test_without_matplotlib_a_clear_error_names_the_extra(tmp_path, monkeypatch,
 def test_matplotlib_is_imported_only_to_draw():
     # keras_bert never imports matplotlib at module level (Keras itself may, when it is
     # installed), so the package and both commands load without it.
-    for path in ("keras_bert/plotting.py", "pipelines/attention.py", "pipelines/plot.py"):
+    plotting = [os.path.join("keras_bert", "plotting", name)
+                for name in sorted(os.listdir(os.path.join(REPO, "keras_bert", "plotting")))
+                if name.endswith(".py")]
+    for path in (*plotting, "pipelines/attention.py", "pipelines/plot.py"):
         tree = ast.parse(open(os.path.join(REPO, path), encoding="utf-8").read())
         for node in tree.body:
             names = ([a.name for a in node.names] if isinstance(node, ast.Import) else

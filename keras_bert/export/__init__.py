@@ -1,0 +1,37 @@
+"""Exporting an encoder or a fine-tuned task model for serving and reuse.
+
+- `source`: `load_export_source` reads a checkpoint or fine-tuned run into an
+  `ExportSource` (the model at its precision, the tokenizer, lengths, label names).
+- `signatures`: `ServingModule`, the `serving_default` (ids) and `serve_text` (raw
+  text, tokenized in-graph) signatures.
+- `hub`: the TF Hub pair: the reusable encoder SavedModel and its preprocessor.
+- `warmup`: TF Serving warmup requests (needs the `tensorflow-serving-api` extra).
+- `card`: `model_card`, the JSON record of an export (`assets.extra/keras_bert.json`).
+- `saved_model`: `export_saved_model`, writing all of it as `OUTPUT_DIR/NAME/VERSION/`.
+"""
+
+from keras_bert.export.card import MODEL_CARD, model_card
+from keras_bert.export.hub import PREPROCESSOR_DIR
+from keras_bert.export.saved_model import check_name, export_saved_model, next_version
+from keras_bert.export.source import (
+    DEFAULT_SEQ_LENGTH,
+    KINDS,
+    PRECISIONS,
+    ExportSource,
+    check_precision,
+    is_finetuned_dir,
+    load_export_source,
+)
+from keras_bert.export.warmup import (
+    WARMUP_FILE,
+    check_serving_api,
+    serving_api_available,
+    warmup_requests,
+)
+
+__all__ = [
+    "DEFAULT_SEQ_LENGTH", "KINDS", "MODEL_CARD", "PRECISIONS", "PREPROCESSOR_DIR",
+    "WARMUP_FILE", "ExportSource", "check_name", "check_precision", "check_serving_api",
+    "export_saved_model", "is_finetuned_dir", "load_export_source", "model_card",
+    "next_version", "serving_api_available", "warmup_requests",
+]

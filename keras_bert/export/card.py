@@ -1,0 +1,57 @@
+"""The model card: the JSON record of what an export holds and where it came from.
+
+`model_card` gives the record (config, vocab checksum, casing, lengths, label names,
+source, precision, signatures, export time, versions) that an export writes beside its
+model, `assets.extra/keras_bert.json` in a SavedModel; `describe_signature` gives a
+signature's entry (input and output dtypes and shapes).
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+
+import tensorflow as tf
+
+from keras_bert import io
+from keras_bert.export.source import ExportSource
+
+MODEL_CARD = "keras_bert.json"
+
+
+def model_card(source: ExportSource, precision: str, signatures: dict, jit_compile: bool,
+               version: int, name: str, text: bool = True) -> dict:
+    """The `assets.extra/keras_bert.json` record of an export."""
+    try:
+        version_of_package = importlib.metadata.version("keras_bert")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree
+        version_of_package = None
+    return {
+        "name": name, "version": version, "kind": source.kind, "task": source.task,
+        "source_checkpoint": os.path.abspath(source.source) if source.source else None,
+        "config": source.config.to_dict(),
+        "vocab_size": source.tokenizer.vocab_size,
+        "vocab_sha256": io.file_sha256(source.vocab_file),
+        "lower_case": source.tokenizer.lower_case,
+        "max_seq_length": source.max_seq_length,
+        "label_names": None if source.label_names is None else list(source.label_names),
+        "text_inputs": (["text", "text_pair"] if source.pair else ["text"]) if text else [],
+        "precision": precision, "xla": jit_compile,
+        "signatures": signatures,
+        "export_time": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"),
+        "keras_bert_version": version_of_package, "tensorflow_version": tf.__version__,
+    }
+
+
+def describe_signature(fn) -> dict:
+    """A concrete function's inputs and outputs: {name: {"dtype", "shape"}} each."""
+    def spec(s):
+        return {"dtype": s.dtype.name, "shape": [None if d is None else int(d)
+                                                 for d in s.shape.as_list()]}
+
+    args, kwargs = fn.structured_input_signature
+    inputs = kwargs or args[0]  # the signature's one dict argument
+    return {"inputs": {k: spec(v) for k, v in sorted(inputs.items())},
+            "outputs": {k: spec(v) for k, v in sorted(fn.structured_outputs.items())}}

@@ -1,0 +1,187 @@
+"""The SavedModel's signatures and the object that holds them.
+
+`ServingModule` wraps an `ExportSource`'s model with the signatures TF Serving clients
+call:
+
+* `serving_default`: token ids with the TF Hub BERT names `input_word_ids`,
+  `input_mask`, `input_type_ids` (int32 [batch, seq], any batch and seq up to the
+  model's `max_position_embeddings`). Ids outside the vocabulary, type ids outside
+  `type_vocab_size`, masks other than 0/1 and inputs of different shapes are rejected
+  with INVALID_ARGUMENT (never wrapped or clipped).
+* `serve_text`: raw UTF-8 strings `text` (and `text_pair` for pair tasks) [batch],
+  tokenized in-graph exactly like `keras_bert.BertTokenizer` (tensorflow-text ops, no
+  `py_function`), packed and truncated as in fine-tuning to `max_seq_length`.
+  Sequence outputs are cut to the longest input of the batch.
+
+Outputs: encoder `pooled_output` [batch, H], `sequence_output` [batch, seq, H],
+`encoder_outputs` [batch, L, seq, H]; classifier `logits`, `probabilities`, `label`
+(the label names stored in the model); regression `score`; span labeler
+`start_logits`, `end_logits` and, from `serve_text` (question as `text`, passage as
+`text_pair`), `answer`; tagger `logits` and per-token `labels` ("" on padding).
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from keras_bert.encoder import INPUT_NAMES
+from keras_bert.export.source import ExportSource
+from keras_bert.preprocessing import pack_inputs
+
+
+def id_specs():
+    """The id inputs' specs: int32 [batch, seq] under the TF Hub BERT names."""
+    return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+
+
+def _text_specs(pair: bool):
+    specs = {"text": tf.TensorSpec([None], tf.string, name="text")}
+    if pair:
+        specs["text_pair"] = tf.TensorSpec([None], tf.string, name="text_pair")
+    return specs
+
+
+class ServingModule(tf.__internal__.tracking.AutoTrackable):
+    """The exported object: the model's variables, the tokenizer and the signatures."""
+
+    def __init__(self, source: ExportSource, jit_compile: bool = False, text: bool = True):
+        # The model and tokenizer are reached through `_source` (not tracked): the saved
+        # object graph holds the underlying tf.Variables that the functions capture, as
+        # Keras' own export does. Tracking the Keras model instead gives a SavedModel
+        # that loads in TF2 but whose variables a session-based loader (TF Serving,
+        # saved_model_cli run) cannot find.
+        self._source = source
+        model = source.model
+        self.variables = [v.value for v in model.variables]
+        self.trainable_variables = [v.value for v in model.trainable_variables]
+        self.vocab_file = tf.saved_model.Asset(source.vocab_file)
+        config = source.config
+        self._vocab_size = config.vocab_size
+        self._type_vocab_size = config.type_vocab_size
+        self._max_positions = config.max_position_embeddings
+        names = source.label_names
+        self._label_names = None if names is None else tf.constant(list(names))
+        self.forward = tf.function(self._forward, jit_compile=jit_compile,
+                                   input_signature=[id_specs()])
+        self.serve_ids = tf.function(self._serve_ids, input_signature=[id_specs()])
+        if text:  # without it the graph has no tensorflow-text ops
+            self.serve_text = tf.function(self._serve_text,
+                                          input_signature=[_text_specs(source.pair)])
+
+    # The model, in inference mode, with float32 outputs.
+    def _forward(self, inputs):
+        out = self._source.model(inputs, training=False)
+        kind = self._source.kind
+        if kind == "encoder":
+            return {"pooled_output": tf.cast(out["pooled_output"], tf.float32),
+                    "sequence_output": tf.cast(out["sequence_output"], tf.float32),
+                    "encoder_outputs": tf.cast(tf.stack(out["encoder_outputs"], axis=1),
+                                               tf.float32)}
+        if kind == "classifier":
+            logits = tf.cast(out, tf.float32)
+            return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
+        if kind == "regression":
+            return {"score": tf.cast(out, tf.float32)[:, 0]}
+        if kind == "span_labeler":
+            return {"start_logits": tf.cast(out["start_logits"], tf.float32),
+                    "end_logits": tf.cast(out["end_logits"], tf.float32)}
+        return {"logits": tf.cast(out, tf.float32)}
+
+    def _outputs(self, inputs):
+        out = dict(self.forward(inputs))
+        if self._source.kind == "classifier":
+            out["label"] = tf.gather(self._label_names, tf.argmax(out["logits"], axis=-1))
+        elif self._source.kind == "tagger":
+            labels = tf.gather(self._label_names, tf.argmax(out["logits"], axis=-1))
+            out["labels"] = tf.where(inputs["input_mask"] > 0, labels, "")
+        return out
+
+    def _check_ids(self, inputs):
+        ids, mask, types = (inputs[name] for name in INPUT_NAMES)
+        shape = tf.shape(ids)
+        checks = [
+            tf.debugging.assert_equal(tf.shape(mask), shape, message=(
+                "input_mask must have the shape of input_word_ids")),
+            tf.debugging.assert_equal(tf.shape(types), shape, message=(
+                "input_type_ids must have the shape of input_word_ids")),
+            tf.debugging.assert_less_equal(shape[1], self._max_positions, message=(
+                f"sequences are longer than the model's {self._max_positions} positions")),
+            tf.debugging.assert_non_negative(ids, message="input_word_ids must be >= 0"),
+            tf.debugging.assert_less(ids, self._vocab_size, message=(
+                f"input_word_ids must be < the vocabulary size {self._vocab_size}")),
+            tf.debugging.assert_non_negative(types, message="input_type_ids must be >= 0"),
+            tf.debugging.assert_less(types, self._type_vocab_size, message=(
+                f"input_type_ids must be < type_vocab_size {self._type_vocab_size}")),
+            tf.debugging.assert_equal(tf.reduce_all((mask == 0) | (mask == 1)), True,
+                                      message="input_mask must hold only 0 and 1"),
+        ]
+        with tf.control_dependencies(checks):
+            return {name: tf.identity(inputs[name]) for name in INPUT_NAMES}
+
+    def _serve_ids(self, inputs):
+        return self._outputs(self._check_ids(inputs))
+
+    def _pack(self, segments, truncation="longest_first"):
+        tok = self._source.tokenizer
+        packed = pack_inputs(segments, self._source.max_seq_length, cls_id=tok.cls_id,
+                             sep_id=tok.sep_id, pad_id=tok.pad_id, truncation=truncation)
+        # Cut the padding to the batch's longest input (attention masks it anyway).
+        longest = tf.maximum(tf.reduce_max(tf.reduce_sum(packed["input_mask"], axis=1)), 1)
+        return {k: v[:, :longest] for k, v in packed.items()}
+
+    def _serve_text(self, inputs):
+        source = self._source
+        if source.kind == "span_labeler":
+            return self._serve_question(inputs["text"], inputs["text_pair"])
+        tokenizer = source.tokenizer
+        segments = [tokenizer.tokenize(inputs["text"])]
+        if source.pair:
+            segments.append(tokenizer.tokenize(inputs["text_pair"]))
+        packed = self._pack(segments)
+        out = self._outputs(packed)
+        if source.kind == "encoder":
+            out["input_mask"] = packed["input_mask"]
+        return out
+
+    def _serve_question(self, question, passage):
+        """SQuAD-style: [CLS] question [SEP] passage [SEP] (the question cut to
+        max_query_length, the passage to what is left), then the best span of at most
+        max_answer_length tokens inside the passage, as the passage's text."""
+        source = self._source
+        tokenizer = source.tokenizer
+        q = tokenizer.tokenize(question)[:, :source.max_query_length]
+        p, starts, ends = tokenizer.tokenize_with_offsets(passage, unit="byte")
+        packed = self._pack([q, p], truncation="waterfall")
+        out = self._outputs(packed)
+        start_logits, end_logits = out["start_logits"], out["end_logits"]
+        mask, types = packed["input_mask"], packed["input_type_ids"]
+        seq = tf.shape(mask)[1]
+        passage_len = tf.reduce_sum(types * mask, axis=1) - 1  # without the last [SEP]
+        first = tf.reduce_sum(mask, axis=1) - passage_len - 1  # position of token 0
+        positions = tf.range(seq)[None, :]
+        inside = (positions >= first[:, None]) & (positions < (first + passage_len)[:, None])
+        i = tf.range(seq)[:, None]
+        j = tf.range(seq)[None, :]
+        span_ok = (j >= i) & (j - i < source.max_answer_length)
+        valid = inside[:, :, None] & inside[:, None, :] & span_ok[None]
+        scores = start_logits[:, :, None] + end_logits[:, None, :]
+        neg = tf.fill(tf.shape(scores), tf.constant(float("-inf")))
+        flat = tf.reshape(tf.where(valid, scores, neg), [tf.shape(mask)[0], -1])
+        best = tf.argmax(flat, axis=1, output_type=tf.int32)
+        best_score = tf.reduce_max(flat, axis=1)
+        has_span = tf.reduce_any(tf.reshape(valid, [tf.shape(mask)[0], -1]), axis=1)
+        start_token = tf.maximum(best // seq - first, 0)
+        end_token = tf.maximum(best % seq - first, 0)
+        starts = starts.to_tensor(default_value=0)
+        ends = ends.to_tensor(default_value=0)
+        has_span &= tf.shape(starts, out_type=tf.int32)[1] > 0
+        start_byte = tf.gather(starts, start_token[:, None], batch_dims=1)[:, 0]
+        end_byte = tf.gather(ends, end_token[:, None], batch_dims=1)[:, 0]
+        answer = tf.strings.substr(passage, tf.cast(start_byte, tf.int32),
+                                   tf.cast(end_byte - start_byte, tf.int32), unit="BYTE")
+        keep = has_span
+        if source.null_score_diff_threshold is not None:
+            null_score = start_logits[:, 0] + end_logits[:, 0]
+            keep &= ~(null_score - best_score > source.null_score_diff_threshold)
+        out["answer"] = tf.where(keep, answer, "")
+        return out

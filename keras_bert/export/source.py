@@ -1,0 +1,184 @@
+"""What an export is made of: the model at its precision, its tokenizer and settings.
+
+`load_export_source` reads a fine-tuned run directory or an encoder checkpoint into an
+`ExportSource`, checking the precision, the vocabulary and the sequence length before
+any weights load. Every export format (the SavedModel, and the formats that sit beside
+it) starts from one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import keras
+
+from keras_bert.checkpoints import (
+    check_vocab_matches,
+    checkpoint_lower_case,
+    checkpoint_vocab,
+    load_encoder,
+    read_config,
+)
+from keras_bert.config import BertConfig
+from keras_bert.errors import ArgumentError, InputNotFoundError
+from keras_bert.tokenization import BertTokenizer
+
+PRECISIONS = ("float32", "mixed_bfloat16")
+KINDS = ("encoder", "classifier", "regression", "span_labeler", "tagger")
+DEFAULT_SEQ_LENGTH = 128
+
+
+@dataclasses.dataclass
+class ExportSource:
+    """What an export is made of: the Keras model and how text reaches it.
+
+    Attributes:
+        model: the encoder or the task model (Keras, already at the export precision).
+        kind: one of `KINDS`.
+        tokenizer: the `BertTokenizer` of the model's vocabulary.
+        vocab_file: the vocab.txt (copied into the SavedModel's assets).
+        max_seq_length: tokens per sequence for `serve_text`, [CLS]/[SEP] included.
+        label_names: class names in index order (classifier, tagger), else None.
+        pair: whether `serve_text` takes `text_pair` (pair tasks, span labeler).
+        source: the checkpoint or fine-tuned directory it came from.
+        task: the fine-tuning task name, or None for an encoder.
+        max_query_length, max_answer_length: span labeler decoding (SQuAD settings).
+        null_score_diff_threshold: SQuAD v2: "" when null score - best span > it;
+            None for v1.1 (always an answer).
+    """
+
+    model: keras.Model
+    kind: str
+    tokenizer: BertTokenizer
+    vocab_file: str
+    max_seq_length: int
+    label_names: tuple[str, ...] | None = None
+    pair: bool = False
+    source: str | None = None
+    task: str | None = None
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    null_score_diff_threshold: float | None = None
+
+    @property
+    def encoder(self):
+        return self.model if self.kind == "encoder" else self.model.encoder
+
+    @property
+    def config(self) -> BertConfig:
+        return self.encoder.config
+
+
+def is_finetuned_dir(path: str | os.PathLike) -> bool:
+    """Whether `path` is a run directory written by `keras-bert finetune`."""
+    from keras_bert.tasks.finetuning import CONFIG_FILE, MODEL_FILE
+
+    path = os.fspath(path)
+    return (os.path.isdir(path) and os.path.isfile(os.path.join(path, CONFIG_FILE))
+            and os.path.isfile(os.path.join(path, MODEL_FILE)))
+
+
+def load_export_source(checkpoint: str | os.PathLike, precision: str = "float32",
+                       max_seq_length: int | None = None, vocab_file: str | None = None,
+                       lower_case: bool | None = None) -> ExportSource:
+    """Reads what `export_saved_model` exports from a checkpoint path.
+
+    Args:
+        checkpoint: a fine-tuned run directory (`keras-bert finetune`'s output_dir), or
+            any checkpoint `load_encoder` takes (Hugging Face, Google TF1, keras_bert).
+        precision: "float32" or "mixed_bfloat16" (bfloat16 compute, float32 weights
+            and outputs).
+        max_seq_length: `serve_text`'s sequence length; default: the fine-tuning
+            run's, else 128 (at most the model's `max_position_embeddings`).
+        vocab_file, lower_case: for an encoder checkpoint without a vocab.txt beside
+            it, or to override its casing (default: read from the checkpoint).
+    """
+    check_precision(precision)
+    checkpoint = os.fspath(checkpoint)
+    if not os.path.exists(checkpoint) and not os.path.isfile(checkpoint + ".index"):
+        raise InputNotFoundError(f"checkpoint {checkpoint!r} does not exist.")
+    if is_finetuned_dir(checkpoint):
+        return _finetuned_source(checkpoint, precision, max_seq_length)
+    if vocab_file is None:
+        vocab_file = checkpoint_vocab(checkpoint)
+        if vocab_file is None:
+            raise InputNotFoundError(f"the checkpoint {checkpoint!r} has no vocab.txt beside "
+                                     "it; give its vocab_file.")
+    if lower_case is None:
+        lower_case = checkpoint_lower_case(checkpoint)
+    # Checked before the weights load.
+    config = read_config(checkpoint)
+    check_vocab_matches(vocab_file, config.vocab_size, f"the checkpoint {checkpoint!r}",
+                        checkpoint=checkpoint)
+    seq = _seq_length(max_seq_length or DEFAULT_SEQ_LENGTH, config,
+                      explicit=max_seq_length is not None)
+    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
+    encoder = load_encoder(checkpoint, dtype=_policy(precision))
+    return ExportSource(encoder, "encoder", tokenizer, os.fspath(vocab_file), seq,
+                        source=checkpoint)
+
+
+def _finetuned_source(path: str, precision: str, max_seq_length: int | None) -> ExportSource:
+    from keras_bert.tasks.finetuning import load_finetuned
+
+    run = load_finetuned(path)
+    task, settings = run.task, run.settings
+    model = run.model if precision == "float32" else _with_policy(run.model, _policy(precision))
+    family = task.family
+    fields: dict = {}
+    if family == "glue":
+        if task.is_regression:
+            kind = "regression"
+        else:
+            kind, fields["label_names"] = "classifier", tuple(task.labels)
+        fields["pair"] = len(task.text_columns) > 1
+    elif family == "squad":
+        kind, fields["pair"] = "span_labeler", True
+        fields["max_query_length"] = settings.max_query_length
+        fields["max_answer_length"] = settings.max_answer_length
+        if task.name == "squad2":
+            fields["null_score_diff_threshold"] = float(
+                getattr(task, "null_score_diff_threshold", 0.0))
+    elif family == "tagging":
+        kind, fields["label_names"] = "tagger", tuple(task.labels)
+    else:
+        raise ArgumentError(f"{path!r} is a {task.name} ({family}) model; export takes "
+                            "encoders and GLUE, SQuAD and NER models.", field="checkpoint")
+    encoder_config = model.encoder.config
+    seq = _seq_length(max_seq_length or settings.max_seq_length, encoder_config,
+                      explicit=max_seq_length is not None)
+    return ExportSource(model, kind, run.tokenizer, os.path.join(path, "vocab.txt"), seq,
+                        source=path, task=task.name, **fields)
+
+
+def _with_policy(model: keras.Model, policy: str) -> keras.Model:
+    """The same task model with its encoder (and so its heads) at another dtype policy."""
+    config = model.get_config()
+    config["encoder"]["config"]["dtype"] = policy
+    clone = model.__class__.from_config(config)
+    clone.set_weights(model.get_weights())
+    return clone
+
+
+def _policy(precision: str):
+    return None if precision == "float32" else keras.DTypePolicy(precision)
+
+
+def check_precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise ArgumentError(f"precision must be one of {', '.join(PRECISIONS)}, got "
+                            f"{precision!r}.", field="precision")
+    return precision
+
+
+def _seq_length(seq: int, config: BertConfig, explicit: bool) -> int:
+    if seq < 3:
+        raise ArgumentError(f"max_seq_length must be >= 3, got {seq}.", field="max_seq_length")
+    if seq > config.max_position_embeddings:
+        if explicit:
+            raise ArgumentError(f"max_seq_length {seq} exceeds the model's "
+                                f"max_position_embeddings {config.max_position_embeddings}.",
+                                field="max_seq_length")
+        seq = config.max_position_embeddings
+    return seq

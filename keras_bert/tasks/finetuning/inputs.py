@@ -1,0 +1,86 @@
+"""What a fine-tuning run reads, checked before any training: the task's splits
+(`TaskSource`: the benchmark's files or a tensorflow-datasets dataset) and the model to
+start from (`model_source`: a checkpoint, or a preset with random weights, and its
+vocab).
+"""
+
+from __future__ import annotations
+
+import os
+
+from keras_bert.checkpoints import (
+    check_vocab_matches,
+    checkpoint_lower_case,
+    checkpoint_vocab,
+    read_config,
+)
+from keras_bert.config import PRESETS, BertConfig
+from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
+from keras_bert.tasks.base import Task
+
+
+class TaskSource:
+    """Where a task's splits come from: the benchmark's files or tensorflow-datasets
+    (exactly one of `data_dir` and `tfds`)."""
+
+    def __init__(self, task: Task, data_dir: str | None, tfds: str | None,
+                 tfds_data_dir: str | None):
+        if bool(data_dir) == bool(tfds):
+            raise ArgumentError("give either a data_dir (the benchmark's files) or a tfds "
+                                "dataset name.", field="data_dir")
+        self.task, self.data_dir, self.tfds, self.tfds_data_dir = (
+            task, data_dir, tfds, tfds_data_dir)
+        if data_dir and not os.path.isdir(data_dir):
+            raise InputNotFoundError(f"data_dir {data_dir!r} is not a directory.")
+
+    def read(self, split: str) -> tuple[str, list]:
+        """(a label for messages, the examples) of one split."""
+        if self.tfds:
+            from keras_bert.tasks.tfds_source import tfds_examples
+
+            return (f"{self.tfds} ({split})",
+                    tfds_examples(self.task, self.tfds, split, self.tfds_data_dir))
+        path = self.task.split_path(self.data_dir, split)
+        if not os.path.isfile(path):
+            raise InputNotFoundError(f"the {split} split of {self.task.name} is missing: no "
+                                     f"{path} (expected the benchmark's own file layout).")
+        examples = self.task.read_examples(path)
+        if not examples:
+            raise DataError("holds no examples (an empty split).", path=path)
+        return path, examples
+
+
+def model_source(checkpoint: str | None, preset: str | None, vocab_file: str | None,
+                 lower_case: bool | None) -> tuple[BertConfig, str, bool]:
+    """(config, vocab file, lower_case) of the model a run starts from: exactly one of
+    a `checkpoint` (its vocab.txt and casing unless given) or a `preset` (random
+    weights; needs `vocab_file`, lower-cases unless told otherwise). The vocab must fit
+    the model's embeddings."""
+    if bool(checkpoint) == bool(preset):
+        raise ArgumentError("give either a checkpoint or a preset (random weights).",
+                            field="checkpoint")
+    if checkpoint:
+        config = read_config(checkpoint)
+        vocab = vocab_file or checkpoint_vocab(checkpoint)
+        if vocab is None:
+            raise InputNotFoundError(f"the checkpoint {checkpoint!r} has no vocab.txt beside "
+                                     "it; give its vocab_file.")
+        if lower_case is None:
+            lower_case = checkpoint_lower_case(checkpoint)
+        owner = f"the checkpoint {checkpoint!r}"
+    else:
+        if preset not in PRESETS:
+            raise ArgumentError(f"preset {preset!r} is not one of {sorted(PRESETS)}.",
+                                field="preset")
+        if not vocab_file:
+            raise ArgumentError("a preset has no vocab; give vocab_file.", field="vocab_file")
+        from keras_bert.tokenization import load_vocab
+
+        config = BertConfig.from_preset(preset, vocab_size=len(load_vocab(vocab_file)))
+        vocab, owner = vocab_file, f"the preset {preset!r}"
+        lower_case = True if lower_case is None else lower_case
+    if not os.path.isfile(vocab):
+        raise InputNotFoundError(f"vocab_file {vocab!r} does not exist.")
+    check_vocab_matches(vocab, config.vocab_size, owner, checkpoint=checkpoint)
+    return config, vocab, lower_case
+

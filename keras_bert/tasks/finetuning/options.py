@@ -1,0 +1,144 @@
+"""How a task is fine-tuned: `FinetuneOptions` (the paper's recipe as defaults), the
+task families' default learning rates and sequence lengths, and the one place the
+options are checked against the task and the model (`check_task`, `resolve`) before any
+data is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from keras_bert.config import BertConfig
+from keras_bert.errors import ArgumentError
+from keras_bert.tasks.base import FeatureSettings, Task
+
+PRECISIONS = ("float32", "mixed_bfloat16")
+# The paper's fine-tuning learning rates are {5e-5, 4e-5, 3e-5, 2e-5}; these defaults
+# follow google-research/bert's README per task family.
+DEFAULT_LEARNING_RATES = {"glue": 2e-5, "squad": 3e-5, "tagging": 5e-5,
+                          "multiple_choice": 2e-5}
+# The feature-based tagger trains only a BiLSTM and a classifier from scratch on a
+# frozen encoder: it needs the larger rate of training from scratch.
+FEATURE_BASED_LEARNING_RATE = 1e-3
+# google-research/bert's sequence lengths: 384 for SQuAD's question + passage windows,
+# 128 for the rest.
+DEFAULT_SEQ_LENGTHS = {"squad": 384}
+DEFAULT_SEQ_LENGTH = 128
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuneOptions:
+    """How a task is fine-tuned (defaults: the paper's recipe).
+
+    Args:
+        max_seq_length: tokens per sequence, [CLS]/[SEP] included; None takes the task
+            family's default (384 for SQuAD, else 128; `DEFAULT_SEQ_LENGTHS`).
+        train_batch_size: sequences per update.
+        eval_batch_size: sequences per prediction batch.
+        learning_rate: peak learning rate; None takes the task family's default
+            (`DEFAULT_LEARNING_RATES`; 1e-3 for the feature-based tagger).
+        num_train_epochs: passes over the training data (fractions allowed).
+        warmup_proportion: fraction of the updates with linear warmup.
+        weight_decay: decoupled weight decay (not on LayerNorm and biases).
+        seed: fixes initialization of the head, dropout and data order.
+        max_train_examples: train on the first N training examples only.
+        num_restarts: fine-tune this many times (seeds seed, seed+1, ...) and keep the
+            run with the best dev score (the paper's choice for small tasks).
+        doc_stride, max_query_length, max_answer_length, n_best_size: SQuAD windows
+            and decoding (see `FeatureSettings`).
+        precision: "float32" or "mixed_bfloat16".
+        feature_based: tagging only: the paper's §5.3 feature-based model (frozen
+            encoder, last four layers concatenated, a two-layer BiLSTM).
+        group_by_length: batch training sequences of similar length together (less
+            padding, same examples per epoch).
+    """
+
+    max_seq_length: int | None = None
+    train_batch_size: int = 32
+    eval_batch_size: int = 64
+    learning_rate: float | None = None
+    num_train_epochs: float = 3.0
+    warmup_proportion: float = 0.1
+    weight_decay: float = 0.01
+    seed: int = 1
+    max_train_examples: int | None = None
+    num_restarts: int = 1
+    doc_stride: int = 128
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    n_best_size: int = 20
+    precision: str = "float32"
+    feature_based: bool = False
+    group_by_length: bool = True
+
+    def __post_init__(self):
+        for name in ("max_seq_length", "train_batch_size", "eval_batch_size", "num_restarts",
+                     "doc_stride", "max_query_length", "max_answer_length", "n_best_size"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ArgumentError(f"{name} must be >= 1, got {getattr(self, name)}.",
+                                    field=name)
+        if self.max_seq_length is not None and self.max_seq_length < 3:
+            raise ArgumentError("max_seq_length must leave room for [CLS], a token and "
+                                f"[SEP]: >= 3, got {self.max_seq_length}.",
+                                field="max_seq_length")
+        if self.max_train_examples is not None and self.max_train_examples < 1:
+            raise ArgumentError(f"max_train_examples must be >= 1, got "
+                                f"{self.max_train_examples}.", field="max_train_examples")
+        if not self.num_train_epochs > 0:
+            raise ArgumentError(f"num_train_epochs must be > 0, got {self.num_train_epochs}.",
+                                field="num_train_epochs")
+        if self.learning_rate is not None and not self.learning_rate > 0:
+            raise ArgumentError(f"learning_rate must be > 0, got {self.learning_rate}.",
+                                field="learning_rate")
+        if not 0 <= self.warmup_proportion <= 1:
+            raise ArgumentError(f"warmup_proportion must be in [0, 1], got "
+                                f"{self.warmup_proportion}.", field="warmup_proportion")
+        if self.weight_decay < 0:
+            raise ArgumentError(f"weight_decay must be >= 0, got {self.weight_decay}.",
+                                field="weight_decay")
+        if self.precision not in PRECISIONS:
+            raise ArgumentError(f"precision must be one of {PRECISIONS}, got "
+                                f"{self.precision!r}.", field="precision")
+
+    def check_task(self, task: Task) -> None:
+        """Refuses options the task cannot use (`feature_based` off the tagging task)."""
+        if self.feature_based and task.family != "tagging":
+            raise ArgumentError("feature_based applies to the tagging task (ner) only.",
+                                field="feature_based")
+
+    def resolve(self, task: Task, config: BertConfig) -> FinetuneOptions:
+        """These options for `task` on a model of `config` (after `check_task`): the
+        feature-based model needs four layers, and a `max_seq_length` of None becomes
+        the task family's default, cut to the model's positions; an explicit one longer
+        than the positions is refused."""
+        if self.feature_based and config.num_layers < 4:
+            raise ArgumentError(
+                "feature_based concatenates the last four layers, but the model has "
+                f"{config.num_layers}; use a deeper checkpoint or preset.",
+                field="feature_based")
+        positions = config.max_position_embeddings
+        if self.max_seq_length is None:
+            return dataclasses.replace(self, max_seq_length=min(
+                DEFAULT_SEQ_LENGTHS.get(task.family, DEFAULT_SEQ_LENGTH), positions))
+        if self.max_seq_length > positions:
+            raise ArgumentError(
+                f"max_seq_length {self.max_seq_length} is longer than the model's "
+                f"{positions} positions.", field="max_seq_length")
+        return self
+
+    def peak_learning_rate(self, task: Task) -> float:
+        """`learning_rate`, else the default of the task family (`DEFAULT_LEARNING_RATES`)
+        or of the feature-based tagger (`FEATURE_BASED_LEARNING_RATE`)."""
+        default = (FEATURE_BASED_LEARNING_RATE if self.feature_based
+                   else DEFAULT_LEARNING_RATES.get(task.family, 2e-5))
+        return self.learning_rate or default
+
+    def feature_settings(self) -> FeatureSettings:
+        """The `FeatureSettings` of these options (once `max_seq_length` is resolved)."""
+        if self.max_seq_length is None:
+            raise ArgumentError("max_seq_length is not set; resolve it with "
+                                "resolve(task, config).", field="max_seq_length")
+        return FeatureSettings(max_seq_length=self.max_seq_length, doc_stride=self.doc_stride,
+                               max_query_length=self.max_query_length,
+                               max_answer_length=self.max_answer_length,
+                               n_best_size=self.n_best_size)

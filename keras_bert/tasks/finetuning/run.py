@@ -1,0 +1,298 @@
+"""The fine-tuning run (`Finetuning`): the task model on top of the encoder, every
+weight trained end to end with `model.fit`, the dev split(s) scored with the official
+metrics after every epoch (`num_restarts` times, keeping the best on dev), and the run
+directory written all at once (a hidden temporary directory renamed into place).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import os
+import shutil
+import time
+import warnings
+
+import keras
+
+from keras_bert import io
+from keras_bert.checkpoints import load_encoder
+from keras_bert.encoder import BertEncoder
+from keras_bert.errors import DataError
+from keras_bert.tasks.base import Features, Task, feature_dataset
+from keras_bert.tasks.finetuning.inputs import TaskSource, model_source
+from keras_bert.tasks.finetuning.options import FinetuneOptions
+from keras_bert.tasks.finetuning.run_directory import (
+    CONFIG_FILE,
+    METRICS_FILE,
+    MODEL_FILE,
+    check_output_dir,
+)
+from keras_bert.tasks.finetuning.scoring import (
+    dev_metrics,
+    metrics_summary,
+    prediction_file,
+    score_split,
+)
+from keras_bert.tasks.registry import get_task
+from keras_bert.tokenization import BertTokenizer
+from keras_bert.training.optimization import create_optimizer
+
+logger = logging.getLogger("keras_bert")
+
+_POOLER_WITHOUT_GRADIENTS = (r"Gradients do not exist for variables \['pooler/dense/kernel', "
+                             r"'pooler/dense/bias'\]")
+_DEFAULT_OPTIONS = FinetuneOptions()
+
+
+@dataclasses.dataclass
+class Split:
+    """One data split read and featurized: its examples, features and file."""
+
+    name: str
+    path: str
+    examples: list
+    features: Features
+
+
+class Finetuning:
+    """One fine-tuning run of `task` from a checkpoint (or a preset with random weights).
+
+    Everything is checked in the constructor, before any training: the task name, the
+    data files (read and featurized: a malformed row is a `DataError` naming file and
+    line), the checkpoint and its vocab (sizes must agree), `max_seq_length` against the
+    model's positions, and `output_dir` (writable, and not holding another run unless
+    `overwrite`). `run()` trains and writes `output_dir`.
+
+    Args:
+        task: a task name (`keras_bert.tasks.registry.TASK_NAMES`) or a `Task`.
+        data_dir: the benchmark's directory (e.g. GLUE's `SST-2/`); None with `tfds`.
+        output_dir: the run directory to create.
+        checkpoint: any path `load_encoder` takes; its vocab.txt is used unless
+            `vocab_file` is given.
+        preset: instead of `checkpoint`, a `BertConfig` preset with random weights
+            (needs `vocab_file`).
+        options: `FinetuneOptions`.
+        vocab_file: the WordPiece vocab (default: the checkpoint's).
+        lower_case: None reads it from the checkpoint (`checkpoint_lower_case`).
+        overwrite: replace an existing `output_dir` (only once the new run is complete).
+        progress: Keras progress bars.
+        tfds: instead of `data_dir`, a prepared tensorflow-datasets dataset
+            ("glue/sst2", "squad/v1.1", "conll2003", ...), read from `tfds_data_dir`
+            (default: tensorflow-datasets' own).
+
+    Example:
+
+    >>> run = Finetuning("sst2", "glue/SST-2", "runs/sst2",
+    ...                  checkpoint="uncased_L-12_H-768_A-12")  # doctest: +SKIP
+    >>> run.run()["accuracy"]  # doctest: +SKIP
+    0.93
+    """
+
+    def __init__(self, task: str | Task, data_dir: str | None, output_dir: str, *,
+                 checkpoint: str | None = None, preset: str | None = None,
+                 options: FinetuneOptions = _DEFAULT_OPTIONS, vocab_file: str | None = None,
+                 lower_case: bool | None = None, overwrite: bool = False,
+                 progress: bool = True, tfds: str | None = None,
+                 tfds_data_dir: str | None = None):
+        self.task = get_task(task) if isinstance(task, str) else task
+        self.source = TaskSource(self.task, data_dir, tfds, tfds_data_dir)
+        self.output_dir = os.path.abspath(output_dir)
+        self.overwrite = overwrite
+        self.progress = progress
+        options.check_task(self.task)
+        check_output_dir(self.output_dir, overwrite)
+        self.checkpoint, self.preset = checkpoint, preset
+        self.config, self.vocab_file, self.lower_case = model_source(
+            checkpoint, preset, vocab_file, lower_case)
+        self.options = options = options.resolve(self.task, self.config)
+        self.learning_rate = options.peak_learning_rate(self.task)
+        self.tokenizer = BertTokenizer(self.vocab_file, lower_case=self.lower_case)
+        self.settings = options.feature_settings()
+        self.train = self._read_split("train", limit=options.max_train_examples,
+                                      training=True)
+        self.dev = [self._read_split(split) for split in self.task.dev_splits]
+        for split in (self.train, *self.dev):  # reported once every split has been read
+            logger.info("%s: %d examples, %d sequences", split.path, len(split.examples),
+                        len(split.features))
+
+    def _read_split(self, split: str, limit: int | None = None, training: bool = False
+                    ) -> Split:
+        path, examples = self.source.read(split)
+        if training:
+            examples = self.task.training_examples(examples)
+            if not examples:
+                raise DataError("has no example the task can train on (see the warnings "
+                                "above).", path=path)
+        if limit is not None:
+            examples = examples[:limit]
+        return Split(split, path, examples,
+                     self.task.features(examples, self.tokenizer, self.settings))
+
+    # --- training -------------------------------------------------------------------
+
+    def steps_per_epoch(self) -> int:
+        return math.ceil(len(self.train.features) / self.options.train_batch_size)
+
+    def _build(self, seed: int) -> keras.Model:
+        keras.utils.set_random_seed(seed)
+        dtype = None if self.options.precision == "float32" else self.options.precision
+        if self.checkpoint:
+            encoder = load_encoder(self.checkpoint, dtype=dtype)
+        else:
+            encoder = BertEncoder(self.config, dtype=dtype)
+        kwargs = {"feature_based": True} if self.options.feature_based else {}
+        return self.task.build_model(encoder, **kwargs)
+
+    def _train_once(self, seed: int, restart: int, callbacks=(), log_dir: str | None = None
+                    ) -> tuple[keras.Model, dict, list]:
+        options = self.options
+        model = self._build(seed)
+        steps = self.steps_per_epoch()
+        epochs = max(1, math.ceil(options.num_train_epochs))
+        total = max(1, round(steps * options.num_train_epochs))
+        optimizer = create_optimizer(self.learning_rate, num_train_steps=total,
+                                     num_warmup_steps=int(total * options.warmup_proportion),
+                                     weight_decay=options.weight_decay)
+        model.compile(optimizer=optimizer)
+        dataset = feature_dataset(self.train.features, options.train_batch_size,
+                                  training=True, seed=seed, epochs=epochs,
+                                  group_by_length=options.group_by_length).take(total)
+        history = []
+        scorer = _DevScore(self, restart, history)
+        # Keras's progress bar first, so that it ends its line before the epoch summary;
+        # TensorBoard after the scorer, which adds the dev metrics to the epoch's logs.
+        callbacks = ([keras.callbacks.ProgbarLogger()] if self.progress else []) + [
+            scorer, *callbacks]
+        if log_dir:
+            callbacks.append(keras.callbacks.TensorBoard(log_dir, write_graph=False,
+                                                         profile_batch=0))
+        with warnings.catch_warnings():
+            # Span, tagging and feature-based models do not use the encoder's pooler, so
+            # its two variables get no gradient: expected, not the missing loss Keras's
+            # warning suggests.
+            warnings.filterwarnings("ignore", message=_POOLER_WITHOUT_GRADIENTS)
+            # The last epoch may be partial (fractional num_train_epochs).
+            model.fit(dataset, epochs=epochs, steps_per_epoch=min(steps, total),
+                      callbacks=callbacks, shuffle=False, verbose=1 if self.progress else 0)
+        self.fit_seconds = scorer.fit_seconds
+        return model, scorer.last, history
+
+    def run(self, callbacks=()) -> dict:
+        """Trains (`num_restarts` times), keeps the best run on the first dev split's
+        main metric, and writes `output_dir`, with TensorBoard logs of every restart in
+        `logs/` (train/ and validation/: the training loss and the dev metrics per
+        epoch). `callbacks` are further Keras callbacks for `fit`. Returns the metrics
+        written to metrics.json."""
+        # The logs are written beside the run until it is complete, then moved in.
+        logs = io.temporary_path(self.output_dir + "_logs")
+        try:
+            return self._run(callbacks, logs)
+        finally:
+            shutil.rmtree(logs, ignore_errors=True)
+
+    def _run(self, callbacks, logs: str) -> dict:
+        started = time.monotonic()
+        best = None
+        history = []  # every restart's epochs, so that the choice can be checked
+        for restart in range(self.options.num_restarts):
+            seed = self.options.seed + restart
+            log_dir = (logs if self.options.num_restarts == 1
+                       else os.path.join(logs, f"restart_{restart + 1}"))
+            model, results, restart_history = self._train_once(seed, restart, callbacks,
+                                                               log_dir)
+            history += restart_history
+            score = results[self.dev[0].name]["metrics"][self.task.main_metric]
+            if math.isnan(score):  # e.g. a correlation of constant predictions
+                score = -math.inf
+            if best is None or score > best[0]:
+                best = (score, seed, model, results, self.fit_seconds)
+            else:
+                del model
+        _, seed, model, results, fit_seconds = best
+        metrics = dev_metrics({split.name: results[split.name]["metrics"]
+                               for split in self.dev})
+        metrics.update(task=self.task.name, seed=seed, train_examples=len(self.train.examples),
+                       fit_seconds=round(fit_seconds, 1),
+                       train_seconds=round(time.monotonic() - started, 1))
+        if "best_threshold" in metrics:
+            # SQuAD v2.0: the no-answer threshold τ chosen on dev is saved with the model,
+            # so `predict` decides "no answer" with it (the dev files and metrics above
+            # are at the τ they were decoded with, 0 by default).
+            self.task.restore({**self.task.config(),
+                               "null_score_diff_threshold": metrics["best_threshold"]})
+        record = self._record(seed, history)
+
+        # The optimizer's state (twice the weights for AdamW) is of no use to evaluate,
+        # predict or export, so the saved model leaves it out.
+        model.optimizer = None
+
+        def write(directory):
+            model.save(os.path.join(directory, MODEL_FILE))
+            shutil.copyfile(self.vocab_file, os.path.join(directory, "vocab.txt"))
+            io.write_json(os.path.join(directory, CONFIG_FILE), record)
+            for split in self.dev:
+                self.task.write_predictions(split.examples, results[split.name]["predictions"],
+                                            os.path.join(directory,
+                                                         prediction_file(self.task, split.name)))
+            io.write_json(os.path.join(directory, METRICS_FILE), metrics)
+            if os.path.isdir(logs):
+                shutil.copytree(logs, os.path.join(directory, "logs"))
+
+        io.atomic_directory(self.output_dir, write, overwrite=self.overwrite)
+        return metrics
+
+    def _record(self, seed: int, history: list) -> dict:
+        return {"task": self.task.name, "task_config": self.task.config(),
+                "options": dataclasses.asdict(self.options), "learning_rate": self.learning_rate,
+                "seed": seed, "checkpoint": self.checkpoint, "preset": self.preset,
+                "lower_case": self.lower_case, "data_dir": _absolute(self.source.data_dir),
+                "tfds": self.source.tfds, "history": history}
+
+
+class _DevScore(keras.callbacks.Callback):
+    """Scores every dev split with the official metrics after each epoch and prints one
+    line per epoch."""
+
+    def __init__(self, run: Finetuning, restart: int, history: list):
+        super().__init__()
+        self.finetuning, self.restart, self.history = run, restart, history
+        self.last: dict = {}
+        self.fit_seconds = 0.0  # training only, dev scoring left out
+        self._start = time.monotonic()
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_start = time.monotonic()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.fit_seconds += time.monotonic() - self._epoch_start
+        run = self.finetuning
+        results = {}
+        for split in run.dev:
+            scored = score_split(run.task, self.model, split.examples, split.features,
+                                 run.settings, run.options.eval_batch_size,
+                                 progress=run.progress)
+            predictions, metrics = run.task.tune_on_dev(split.examples, scored["predictions"],
+                                                        scored["metrics"])
+            results[split.name] = {"predictions": predictions, "metrics": metrics}
+        self.last = results
+        main = results[run.dev[0].name]["metrics"]
+        entry = {"restart": self.restart, "epoch": epoch + 1,
+                 "loss": float((logs or {}).get("loss", float("nan"))),
+                 "seconds": round(time.monotonic() - self._start, 1),
+                 "fit_seconds": round(self.fit_seconds, 1),
+                 "dev": {name: r["metrics"] for name, r in results.items()}}
+        self.history.append(entry)
+        if logs is not None:  # for TensorBoard, as Keras names validation metrics
+            logs.update({f"val_{k}": v for k, v in main.items() if isinstance(v, float)})
+        if not run.progress:  # quiet: the caller reports (the CLI's --quiet and --json)
+            return
+        shown = metrics_summary(run.task, main)
+        print(f"{run.task.name} epoch {epoch + 1}"
+              f"{f' (restart {self.restart + 1})' if run.options.num_restarts > 1 else ''}: "
+              f"loss {entry['loss']:.4f}, dev {shown} ({entry['seconds']:.0f} s)", flush=True)
+
+
+def _absolute(path: str | None) -> str | None:
+    return path if not path or io.is_remote(path) else os.path.abspath(path)

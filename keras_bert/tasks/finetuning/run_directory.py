@@ -1,0 +1,73 @@
+"""The run directory `Finetuning.run` writes and `load_finetuned` reads back: its file
+names, the check that an output directory may receive a run, and `FinetunedModel`, the
+loaded run that `keras-bert evaluate`, `predict`, `export` and `attention` start from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import keras
+
+from keras_bert import io
+from keras_bert.errors import InputNotFoundError, MismatchError, OutputError
+from keras_bert.tasks.base import Features, FeatureSettings, Task
+from keras_bert.tasks.finetuning.options import FinetuneOptions
+from keras_bert.tasks.registry import get_task
+from keras_bert.tokenization import BertTokenizer
+
+MODEL_FILE = "model.keras"
+CONFIG_FILE = "finetune_config.json"
+METRICS_FILE = "metrics.json"
+
+
+def check_output_dir(output_dir: str, overwrite: bool) -> None:
+    """Refuses an `output_dir` that cannot be written, or that holds files (another
+    run's or not) unless `overwrite`."""
+    io.check_writable(output_dir, kind="directory", what="output_dir")
+    if os.path.isdir(output_dir) and os.listdir(output_dir) and not overwrite:
+        what = "another fine-tuning run" if os.path.isfile(
+            os.path.join(output_dir, CONFIG_FILE)) else "files"
+        raise OutputError(f"output_dir {output_dir!r} already holds {what}; choose a new "
+                          "directory or overwrite it.")
+
+
+@dataclasses.dataclass
+class FinetunedModel:
+    """A fine-tuned run directory, loaded: the model, its task (with its saved config),
+    tokenizer and feature settings."""
+
+    path: str
+    model: keras.Model
+    task: Task
+    tokenizer: BertTokenizer
+    settings: FeatureSettings
+    record: dict
+
+    def featurize(self, examples) -> Features:
+        return self.task.features(examples, self.tokenizer, self.settings)
+
+
+def load_finetuned(path: str, task: str | None = None) -> FinetunedModel:
+    """Loads a directory written by `Finetuning.run`; `task`, when given, must be the
+    task it was trained on."""
+    if not os.path.isdir(path):
+        raise InputNotFoundError(f"{path!r} is not a directory; give the output_dir of a "
+                                 "fine-tuning run.")
+    config_path = os.path.join(path, CONFIG_FILE)
+    model_path = os.path.join(path, MODEL_FILE)
+    for needed in (config_path, model_path, os.path.join(path, "vocab.txt")):
+        if not os.path.isfile(needed):
+            raise InputNotFoundError(f"{path!r} is not a fine-tuned model: it has no "
+                                     f"{os.path.basename(needed)} (run `keras-bert finetune` "
+                                     "first).")
+    record = io.read_json(config_path)
+    if task is not None and task != record["task"]:
+        raise MismatchError(f"{path!r} was fine-tuned for {record['task']!r}, not {task!r}.")
+    saved = get_task(record["task"])
+    saved.restore(record.get("task_config", {}))
+    options = FinetuneOptions(**record["options"])
+    model = keras.models.load_model(model_path, compile=False)
+    tokenizer = BertTokenizer(os.path.join(path, "vocab.txt"), lower_case=record["lower_case"])
+    return FinetunedModel(path, model, saved, tokenizer, options.feature_settings(), record)
