@@ -61,6 +61,8 @@ import time
 
 from machine import cpu_fields, cpu_flags
 
+from keras_bert.precision import PRECISIONS
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -377,7 +379,7 @@ def main():
                         help="smoke run: 256 training rows, 128 dev rows, 1 epoch")
     parser.add_argument("--skip_hf", action="store_true")
     parser.add_argument("--precision", default="float32",
-                        choices=("float32", "mixed_bfloat16"),
+                        choices=PRECISIONS,
                         help="both sides (HF: torch.autocast to bfloat16 on the CPU); with "
                              "mixed_bfloat16 the recipe also runs keras_bert grouped in "
                              "float32, the accuracy and speed reference")

@@ -32,6 +32,8 @@ import sys
 import tempfile
 import time
 
+from keras_bert.precision import PRECISIONS
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 SHAPE = {"num_layers": 6, "hidden_size": 384, "num_heads": 12, "intermediate_size": 1536,
@@ -261,7 +263,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--impls", default=",".join(IMPLEMENTATIONS))
     parser.add_argument("--precision", default="float32",
-                        choices=("float32", "mixed_bfloat16"))
+                        choices=PRECISIONS)
     parser.add_argument("--impl", help=argparse.SUPPRESS)  # child mode
     parser.add_argument("--xla", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -26,6 +26,8 @@ import sys
 import tempfile
 import time
 
+from keras_bert.precision import PRECISIONS
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -155,7 +157,7 @@ def build_step(workload: str, batch: int, seq: int, predictions: int, xla: bool)
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workload", choices=("pretrain", "encoder"), default="pretrain")
-    parser.add_argument("--precision", choices=("float32", "mixed_bfloat16"),
+    parser.add_argument("--precision", choices=PRECISIONS,
                         default="mixed_bfloat16")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq", type=int, default=128)

@@ -34,6 +34,8 @@ import sys
 import tempfile
 import time
 
+from keras_bert.precision import PRECISIONS
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 SHAPES = ((1, 32), (32, 128))
@@ -204,7 +206,7 @@ def accuracy(run_dir: str, data_dir: str, workdir: str, batch_size: int = 64) ->
     examples = task.read_examples(task.split_path(data_dir, task.dev_splits[0]))
     gold = np.array([e.label for e in examples])
     predictions = {}
-    for precision in ("float32", "mixed_bfloat16"):
+    for precision in PRECISIONS:
         source = load_export_source(run_dir, precision=precision)
         path, _ = export_saved_model(source, workdir, f"acc_{precision}", precision=precision,
                                      warmup=False)

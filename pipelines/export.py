@@ -31,8 +31,7 @@ from keras_bert.pipelines.flags import (
     require_file,
     require_output_directory,
 )
-
-PRECISIONS = ("float32", "mixed_bfloat16")
+from keras_bert.precision import PRECISIONS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -35,7 +35,8 @@ from keras_bert.pipelines.flags import (
     positive_int,
     probability,
 )
-from keras_bert.tasks.finetuning import PRECISIONS, FinetuneOptions
+from keras_bert.precision import PRECISIONS
+from keras_bert.tasks.finetuning import FinetuneOptions
 from keras_bert.tasks.registry import TASK_NAMES
 
 _DEFAULTS = FinetuneOptions()

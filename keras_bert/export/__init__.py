@@ -16,9 +16,7 @@ from keras_bert.export.saved_model import check_name, export_saved_model, next_v
 from keras_bert.export.source import (
     DEFAULT_SEQ_LENGTH,
     KINDS,
-    PRECISIONS,
     ExportSource,
-    check_precision,
     is_finetuned_dir,
     load_export_source,
 )
@@ -30,8 +28,8 @@ from keras_bert.export.warmup import (
 )
 
 __all__ = [
-    "DEFAULT_SEQ_LENGTH", "KINDS", "MODEL_CARD", "PRECISIONS", "PREPROCESSOR_DIR",
-    "WARMUP_FILE", "ExportSource", "check_name", "check_precision", "check_serving_api",
+    "DEFAULT_SEQ_LENGTH", "KINDS", "MODEL_CARD", "PREPROCESSOR_DIR",
+    "WARMUP_FILE", "ExportSource", "check_name", "check_serving_api",
     "export_saved_model", "is_finetuned_dir", "load_export_source", "model_card",
     "next_version", "serving_api_available", "warmup_requests",
 ]

@@ -26,8 +26,9 @@ from keras_bert.errors import ArgumentError
 from keras_bert.export.card import MODEL_CARD, describe_signature, model_card
 from keras_bert.export.hub import PREPROCESSOR_DIR, HubEncoder, Preprocessor
 from keras_bert.export.signatures import ServingModule
-from keras_bert.export.source import ExportSource, check_precision
+from keras_bert.export.source import ExportSource
 from keras_bert.export.warmup import check_serving_api, write_warmup_requests
+from keras_bert.precision import check_precision
 
 _NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 

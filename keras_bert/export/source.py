@@ -22,9 +22,9 @@ from keras_bert.checkpoints import (
 )
 from keras_bert.config import BertConfig
 from keras_bert.errors import ArgumentError, InputNotFoundError
+from keras_bert.precision import check_precision
 from keras_bert.tokenization import BertTokenizer
 
-PRECISIONS = ("float32", "mixed_bfloat16")
 KINDS = ("encoder", "classifier", "regression", "span_labeler", "tagger")
 DEFAULT_SEQ_LENGTH = 128
 
@@ -163,13 +163,6 @@ def _with_policy(model: keras.Model, policy: str) -> keras.Model:
 
 def _policy(precision: str):
     return None if precision == "float32" else keras.DTypePolicy(precision)
-
-
-def check_precision(precision: str) -> str:
-    if precision not in PRECISIONS:
-        raise ArgumentError(f"precision must be one of {', '.join(PRECISIONS)}, got "
-                            f"{precision!r}.", field="precision")
-    return precision
 
 
 def _seq_length(seq: int, config: BertConfig, explicit: bool) -> int:

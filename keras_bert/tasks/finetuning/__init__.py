@@ -17,7 +17,6 @@ from keras_bert.tasks.finetuning.options import (
     DEFAULT_SEQ_LENGTH,
     DEFAULT_SEQ_LENGTHS,
     FEATURE_BASED_LEARNING_RATE,
-    PRECISIONS,
     FinetuneOptions,
 )
 from keras_bert.tasks.finetuning.run import Finetuning, Split
@@ -39,8 +38,8 @@ from keras_bert.tasks.finetuning.scoring import (
 
 __all__ = [
     "CONFIG_FILE", "DEFAULT_LEARNING_RATES", "DEFAULT_SEQ_LENGTH", "DEFAULT_SEQ_LENGTHS",
-    "FEATURE_BASED_LEARNING_RATE", "METRICS_FILE", "MODEL_FILE", "PRECISIONS",
-    "FinetuneOptions", "FinetunedModel", "Finetuning", "Split", "TaskSource",
+    "FEATURE_BASED_LEARNING_RATE", "METRICS_FILE", "MODEL_FILE", "FinetuneOptions",
+    "FinetunedModel", "Finetuning", "Split", "TaskSource",
     "check_output_dir", "dev_metrics", "load_finetuned", "metrics_summary", "model_source",
     "predict_split", "prediction_file", "score_split",
 ]

@@ -10,9 +10,10 @@ import dataclasses
 
 from keras_bert.config import BertConfig
 from keras_bert.errors import ArgumentError
+from keras_bert.options import OptionChecks
+from keras_bert.precision import PRECISIONS
 from keras_bert.tasks.base import FeatureSettings, Task
 
-PRECISIONS = ("float32", "mixed_bfloat16")
 # The paper's fine-tuning learning rates are {5e-5, 4e-5, 3e-5, 2e-5}; these defaults
 # follow google-research/bert's README per task family.
 DEFAULT_LEARNING_RATES = {"glue": 2e-5, "squad": 3e-5, "tagging": 5e-5,
@@ -72,33 +73,19 @@ class FinetuneOptions:
     group_by_length: bool = True
 
     def __post_init__(self):
-        for name in ("max_seq_length", "train_batch_size", "eval_batch_size", "num_restarts",
-                     "doc_stride", "max_query_length", "max_answer_length", "n_best_size"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise ArgumentError(f"{name} must be >= 1, got {getattr(self, name)}.",
-                                    field=name)
-        if self.max_seq_length is not None and self.max_seq_length < 3:
-            raise ArgumentError("max_seq_length must leave room for [CLS], a token and "
-                                f"[SEP]: >= 3, got {self.max_seq_length}.",
-                                field="max_seq_length")
-        if self.max_train_examples is not None and self.max_train_examples < 1:
-            raise ArgumentError(f"max_train_examples must be >= 1, got "
-                                f"{self.max_train_examples}.", field="max_train_examples")
-        if not self.num_train_epochs > 0:
-            raise ArgumentError(f"num_train_epochs must be > 0, got {self.num_train_epochs}.",
-                                field="num_train_epochs")
-        if self.learning_rate is not None and not self.learning_rate > 0:
-            raise ArgumentError(f"learning_rate must be > 0, got {self.learning_rate}.",
-                                field="learning_rate")
-        if not 0 <= self.warmup_proportion <= 1:
-            raise ArgumentError(f"warmup_proportion must be in [0, 1], got "
-                                f"{self.warmup_proportion}.", field="warmup_proportion")
-        if self.weight_decay < 0:
-            raise ArgumentError(f"weight_decay must be >= 0, got {self.weight_decay}.",
-                                field="weight_decay")
-        if self.precision not in PRECISIONS:
-            raise ArgumentError(f"precision must be one of {PRECISIONS}, got "
-                                f"{self.precision!r}.", field="precision")
+        checks = OptionChecks("fine-tuning options", self)
+        checks.at_least(1, "train_batch_size", "eval_batch_size", "num_restarts", "doc_stride",
+                        "max_query_length", "max_answer_length", "n_best_size",
+                        "max_train_examples")
+        if self.max_seq_length is not None:
+            checks.check(self.max_seq_length >= 3, "max_seq_length",
+                         "must leave room for [CLS], a token and [SEP]: >= 3, got "
+                         f"{self.max_seq_length}")
+        checks.greater_than(0, "num_train_epochs", "learning_rate")
+        checks.within("warmup_proportion", 0, 1)
+        checks.at_least(0, "weight_decay")
+        checks.one_of("precision", PRECISIONS)
+        checks.raise_if_any()
 
     def check_task(self, task: Task) -> None:
         """Refuses options the task cannot use (`feature_based` off the tagging task)."""
