@@ -33,8 +33,12 @@ from keras_bert.io import check_writable, is_remote
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+# 128 + the signal's number, as shells report a process a signal ended: SIGINT (Ctrl-C),
+# and SIGTERM, which schedulers read as "terminated, restart me".
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
+# The exit status of a run the library reports stopped by a signal (by its name).
+SIGNAL_EXIT_CODES = {"SIGTERM": EXIT_TERMINATED, "SIGINT": EXIT_INTERRUPTED}
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -24,6 +24,8 @@ import os
 
 from keras_bert.errors import ArgumentError, MismatchError
 from keras_bert.pipelines.flags import (
+    EXIT_TERMINATED,
+    SIGNAL_EXIT_CODES,
     add_boolean,
     json_progress_callback,
     library_logging,
@@ -34,13 +36,9 @@ from keras_bert.pipelines.flags import (
     positive_int,
     require_output_directory,
 )
-from keras_bert.training import (
-    PREEMPTED_EXIT_CODE,
-    SIGNAL_EXIT_CODES,
-    Pretraining,
-    PretrainingOptions,
-)
-from keras_bert.training.distribute import PRECISIONS, STRATEGIES
+from keras_bert.precision import TRAINING_PRECISIONS
+from keras_bert.training import Pretraining, PretrainingOptions
+from keras_bert.training.distribute import STRATEGIES
 from keras_bert.training.optimization import OPTIMIZERS
 
 _DEFAULTS = PretrainingOptions()
@@ -97,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "checkpoint and log intervals up to 1000)")
     add_boolean(parser, "jit_compile", None, "compile the train step with XLA (auto: Keras "
                 "decides)")
-    add("--precision", "--mixed_precision", dest="mixed_precision", choices=PRECISIONS,
+    add("--precision", "--mixed_precision", dest="mixed_precision", choices=TRAINING_PRECISIONS,
         default=_DEFAULTS.mixed_precision,
         help="the Keras dtype policy; auto: bfloat16 on TPU, float16 with loss scaling on "
              "GPU, float32 on CPU; mixed_bfloat16 trained 1.28x as fast as float32 on a "
@@ -137,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         signal = metrics.get("signal", "SIGTERM")
         print(f"Stopped by {signal} at step {metrics['step']}; saved {metrics['checkpoint']}. "
               "Run the same command again to resume.")
-        return SIGNAL_EXIT_CODES.get(signal, PREEMPTED_EXIT_CODE)
+        return SIGNAL_EXIT_CODES.get(signal, EXIT_TERMINATED)
     if pretraining.is_chief:
         _print_summary(args.output_dir, metrics)
     return 0

@@ -22,7 +22,8 @@ from training_support import (
 )
 
 from keras_bert import BertConfig
-from keras_bert.training import PREEMPTED_EXIT_CODE, Pretraining, PretrainingOptions, distribute
+from keras_bert.pipelines.flags import EXIT_TERMINATED
+from keras_bert.training import Pretraining, PretrainingOptions, distribute
 from keras_bert.training.pretraining import _steps_per_execution
 
 # Two replicas: a global batch of 8 is 4 per replica. Dropout is off in the tiny config
@@ -149,7 +150,7 @@ def test_multi_worker_sigterm_stops_every_worker_at_one_saved_step(data, tmp_pat
     stopped = []
     for process in processes:
         output, _ = process.communicate(timeout=120)
-        assert process.returncode == PREEMPTED_EXIT_CODE, output[-3000:]
+        assert process.returncode == EXIT_TERMINATED, output[-3000:]
         stopped.append(json.loads(output.strip().splitlines()[-1]))
     step = stopped[0]["step"]
     assert stopped[1]["step"] == step and 0 < step < 400

@@ -34,8 +34,8 @@ from keras_bert.errors import (
     MismatchError,
     OutputError,
 )
-from keras_bert.training import SIGNAL_EXIT_CODES, Pretraining, PretrainingOptions
-from keras_bert.training.pretraining import resolve_config
+from keras_bert.pipelines.flags import SIGNAL_EXIT_CODES
+from keras_bert.training import Pretraining, PretrainingOptions, resolve_config
 
 SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "training_support.py")
 

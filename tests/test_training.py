@@ -244,7 +244,7 @@ def test_vocab_larger_than_the_embedding_table_is_rejected(tmp_path, data):
 
 def test_preset_takes_the_vocab_size(tmp_path):
     vocab = write_vocab(str(tmp_path / "vocab.txt"), vocab_size=100)
-    from keras_bert.training.pretraining import resolve_config
+    from keras_bert.training import resolve_config
 
     assert resolve_config("tiny", vocab).vocab_size == 100
 

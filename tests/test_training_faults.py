@@ -18,7 +18,7 @@ from training_support import (
     write_pretraining_records,
 )
 
-from keras_bert.training import PREEMPTED_EXIT_CODE
+from keras_bert.pipelines.flags import EXIT_TERMINATED
 
 OPTIONS = dict(train_batch_size=16, num_train_steps=600, num_warmup_steps=60,
                learning_rate=2e-3, save_checkpoints_steps=25, log_steps=100, seed=3)
@@ -91,7 +91,7 @@ def test_sigterm_saves_the_current_step_and_exits(data, uninterrupted, tmp_path)
     process = start_process(spec_path)
     wait_for_checkpoint(process, spec["output_dir"])
     process.send_signal(signal.SIGTERM)
-    result = finish_process(process, timeout=150, expected_code=PREEMPTED_EXIT_CODE)
+    result = finish_process(process, timeout=150, expected_code=EXIT_TERMINATED)
     assert result["preempted"] and 25 <= result["step"] < 600
     assert latest_step(spec["output_dir"]) == result["step"]  # saved where it stopped
 

@@ -175,7 +175,8 @@ def main(argv):
     if spec.get("deterministic"):
         tf.config.experimental.enable_op_determinism()
     from keras_bert import BertConfig
-    from keras_bert.training import PREEMPTED_EXIT_CODE, Pretraining, PretrainingOptions
+    from keras_bert.pipelines.flags import EXIT_TERMINATED
+    from keras_bert.training import Pretraining, PretrainingOptions
 
     run = Pretraining(spec["input_file"], spec["output_dir"],
                       BertConfig.from_dict(spec["config"]),
@@ -187,7 +188,7 @@ def main(argv):
         np.savez(spec["weights_out"], **{f"{k}::{i}": v for k, values in weights.items()
                                          for i, v in enumerate(values)})
     print(json.dumps({"start_step": run.start_step, **metrics}), flush=True)
-    return PREEMPTED_EXIT_CODE if metrics.get("preempted") else 0
+    return EXIT_TERMINATED if metrics.get("preempted") else 0
 
 
 if __name__ == "__main__":

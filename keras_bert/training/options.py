@@ -1,0 +1,113 @@
+"""`PretrainingOptions`: how to pretrain (batch, steps, learning rate, optimizer,
+checkpoint and logging intervals, precision, seed), each checked when it is made."""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+
+from keras_bert.errors import ArgumentError
+from keras_bert.precision import TRAINING_PRECISIONS
+from keras_bert.training.optimization import OPTIMIZERS
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingOptions:
+    """How to pretrain; the defaults are the paper's (Appendix A.2) where it gives one.
+
+    Args:
+        train_batch_size: sequences per optimizer update, over all replicas (global).
+        max_seq_length, max_predictions_per_seq: None takes them from the TFRecords;
+            a value that differs from the data is an error.
+        num_train_steps: optimizer updates.
+        num_warmup_steps: updates of linear learning-rate warmup.
+        learning_rate: the peak learning rate.
+        optimizer: "adamw" (BERT's) or "lamb" (for large batches).
+        weight_decay: decoupled weight decay, not applied to LayerNorm and biases.
+        gradient_accumulation_steps: micro-batches per update; each micro-batch is
+            `train_batch_size / gradient_accumulation_steps` sequences. The step
+            options count updates; the progress bar, the checkpoint numbers and the
+            `step` of train_log.jsonl count micro-batches.
+        steps_per_execution: steps per `tf.function` call (Keras's
+            `steps_per_execution`); None: 1, or on TPU the largest divisor of the
+            checkpoint and logging intervals up to 1000.
+        save_checkpoints_steps: updates between checkpoints.
+        keep_checkpoints: checkpoints kept.
+        log_steps: updates per logging window (TensorBoard, train_log.jsonl).
+        jit_compile: compile the train step with XLA; None lets Keras decide.
+        mixed_precision: "auto" (bfloat16 on TPU, float16 with loss scaling on GPU,
+            float32 on CPU), "float32", "mixed_float16" or "mixed_bfloat16".
+        seed: seeds the initialization, dropout and the input order.
+        shuffle_buffer_size: records in the input shuffle buffer.
+        next_sentence: train the NSP head; None: as the data was made (its sidecar),
+            else True.
+
+    Example:
+
+    >>> PretrainingOptions(num_train_steps=1000, num_warmup_steps=100).learning_rate
+    0.0001
+    """
+
+    train_batch_size: int = 32
+    max_seq_length: int | None = None
+    max_predictions_per_seq: int | None = None
+    num_train_steps: int = 100_000
+    num_warmup_steps: int = 10_000
+    learning_rate: float = 1e-4
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
+    gradient_accumulation_steps: int = 1
+    steps_per_execution: int | None = None
+    save_checkpoints_steps: int = 1000
+    keep_checkpoints: int = 3
+    log_steps: int = 100
+    jit_compile: bool | None = None
+    mixed_precision: str = "auto"
+    seed: int = 12345
+    shuffle_buffer_size: int = 10_000
+    next_sentence: bool | None = None
+
+    def __post_init__(self):
+        kinds = {"int": (numbers.Integral, "an integer"), "float": (numbers.Real, "a number")}
+        for field in dataclasses.fields(self):
+            kind, _, rest = str(field.type).partition(" | ")
+            value = getattr(self, field.name)
+            if kind not in kinds or (value is None and rest == "None"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, kinds[kind][0]):
+                raise ArgumentError(f"Invalid pretraining options: {field.name} must be "
+                                    f"{kinds[kind][1]}, got {value!r}.", field=field.name)
+        problems = []  # (field, message)
+        if self.weight_decay < 0:
+            problems.append(("weight_decay", f"weight_decay must be >= 0, got "
+                                             f"{self.weight_decay}"))
+        for name in ("train_batch_size", "num_train_steps", "gradient_accumulation_steps",
+                     "save_checkpoints_steps", "keep_checkpoints", "log_steps",
+                     "shuffle_buffer_size"):
+            if getattr(self, name) < 1:
+                problems.append((name, f"{name} must be >= 1, got {getattr(self, name)}"))
+        for name in ("max_seq_length", "max_predictions_per_seq", "steps_per_execution"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                problems.append((name, f"{name} must be >= 1, got {value}"))
+        if not 0 <= self.num_warmup_steps <= self.num_train_steps:
+            problems.append(("num_warmup_steps",
+                             f"num_warmup_steps must be in [0, num_train_steps="
+                             f"{self.num_train_steps}], got {self.num_warmup_steps}"))
+        if self.learning_rate <= 0:
+            problems.append(("learning_rate",
+                             f"learning_rate must be > 0, got {self.learning_rate}"))
+        if self.optimizer not in OPTIMIZERS:
+            problems.append(("optimizer", f"optimizer must be one of {OPTIMIZERS}, got "
+                                          f"{self.optimizer!r}"))
+        if self.mixed_precision not in TRAINING_PRECISIONS:
+            problems.append(("mixed_precision", f"mixed_precision must be one of "
+                             f"{', '.join(TRAINING_PRECISIONS)}, got {self.mixed_precision!r}"))
+        if problems:
+            raise ArgumentError("Invalid pretraining options: "
+                                + "; ".join(message for _, message in problems) + ".",
+                                field=problems[0][0])
+
+    def micro_steps(self, updates: int) -> int:
+        """Training steps (micro-batches) for a number of optimizer updates."""
+        return updates * self.gradient_accumulation_steps
