@@ -180,7 +180,8 @@ class TrainingCheckpoint(keras.callbacks.Callback):
                 continue
             self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
 
-    def _restore_signal_handlers(self):
+    def restore_signal_handlers(self):
+        """Puts back the handlers that were installed before training started."""
         for signum, handler in self._previous_handlers.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
         self._previous_handlers = {}
@@ -207,7 +208,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
             if not self.preempted:
                 self.save()
         finally:
-            self._restore_signal_handlers()
+            self.restore_signal_handlers()
         self._preemption_handler = None
         if self._scratch:
             shutil.rmtree(self._scratch, ignore_errors=True)

@@ -4,9 +4,8 @@ checkpoint and logging intervals, precision, seed), each checked when it is made
 from __future__ import annotations
 
 import dataclasses
-import numbers
 
-from keras_bert.errors import ArgumentError
+from keras_bert.options import OptionChecks
 from keras_bert.precision import TRAINING_PRECISIONS
 from keras_bert.training.optimization import OPTIMIZERS
 
@@ -68,45 +67,20 @@ class PretrainingOptions:
     next_sentence: bool | None = None
 
     def __post_init__(self):
-        kinds = {"int": (numbers.Integral, "an integer"), "float": (numbers.Real, "a number")}
-        for field in dataclasses.fields(self):
-            kind, _, rest = str(field.type).partition(" | ")
-            value = getattr(self, field.name)
-            if kind not in kinds or (value is None and rest == "None"):
-                continue
-            if isinstance(value, bool) or not isinstance(value, kinds[kind][0]):
-                raise ArgumentError(f"Invalid pretraining options: {field.name} must be "
-                                    f"{kinds[kind][1]}, got {value!r}.", field=field.name)
-        problems = []  # (field, message)
-        if self.weight_decay < 0:
-            problems.append(("weight_decay", f"weight_decay must be >= 0, got "
-                                             f"{self.weight_decay}"))
-        for name in ("train_batch_size", "num_train_steps", "gradient_accumulation_steps",
-                     "save_checkpoints_steps", "keep_checkpoints", "log_steps",
-                     "shuffle_buffer_size"):
-            if getattr(self, name) < 1:
-                problems.append((name, f"{name} must be >= 1, got {getattr(self, name)}"))
-        for name in ("max_seq_length", "max_predictions_per_seq", "steps_per_execution"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                problems.append((name, f"{name} must be >= 1, got {value}"))
-        if not 0 <= self.num_warmup_steps <= self.num_train_steps:
-            problems.append(("num_warmup_steps",
-                             f"num_warmup_steps must be in [0, num_train_steps="
-                             f"{self.num_train_steps}], got {self.num_warmup_steps}"))
-        if self.learning_rate <= 0:
-            problems.append(("learning_rate",
-                             f"learning_rate must be > 0, got {self.learning_rate}"))
-        if self.optimizer not in OPTIMIZERS:
-            problems.append(("optimizer", f"optimizer must be one of {OPTIMIZERS}, got "
-                                          f"{self.optimizer!r}"))
-        if self.mixed_precision not in TRAINING_PRECISIONS:
-            problems.append(("mixed_precision", f"mixed_precision must be one of "
-                             f"{', '.join(TRAINING_PRECISIONS)}, got {self.mixed_precision!r}"))
-        if problems:
-            raise ArgumentError("Invalid pretraining options: "
-                                + "; ".join(message for _, message in problems) + ".",
-                                field=problems[0][0])
+        checks = OptionChecks("pretraining options", self)
+        checks.at_least(0, "weight_decay")
+        checks.at_least(1, "train_batch_size", "num_train_steps", "gradient_accumulation_steps",
+                        "save_checkpoints_steps", "keep_checkpoints", "log_steps",
+                        "shuffle_buffer_size", "max_seq_length", "max_predictions_per_seq",
+                        "steps_per_execution")
+        if "num_train_steps" not in {field for field, _ in checks.problems}:
+            checks.check(0 <= self.num_warmup_steps <= self.num_train_steps, "num_warmup_steps",
+                         f"must be in [0, num_train_steps={self.num_train_steps}], got "
+                         f"{self.num_warmup_steps}")
+        checks.greater_than(0, "learning_rate")
+        checks.one_of("optimizer", OPTIMIZERS)
+        checks.one_of("mixed_precision", TRAINING_PRECISIONS)
+        checks.raise_if_any()
 
     def micro_steps(self, updates: int) -> int:
         """Training steps (micro-batches) for a number of optimizer updates."""

@@ -332,7 +332,7 @@ class Pretraining:
             raise validation.data_loss_error(self.info.files, e) from e
         finally:
             # Also when fit raised (Keras then skips on_train_end).
-            self.checkpoint._restore_signal_handlers()
+            self.checkpoint.restore_signal_handlers()
         if self.checkpoint.preempted:
             return {"preempted": True, "signal": self.checkpoint.stop_signal,
                     "step": self.checkpoint.step,
