@@ -136,3 +136,18 @@ def snapshot_files(root):
         found.add(os.path.relpath(directory, root))
         found.update(os.path.relpath(os.path.join(directory, n), root) for n in names)
     return found
+
+
+# Slow tests are counted, so a run says what it left out.
+_DESELECTED_SLOW = []
+
+
+def pytest_deselected(items):
+    _DESELECTED_SLOW.extend(item for item in items if item.get_closest_marker("slow"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _DESELECTED_SLOW:
+        terminalreporter.write_line(
+            f"{len(_DESELECTED_SLOW)} slow tests deselected (marked @pytest.mark.slow); "
+            "`python -m pytest -m slow` runs them.")
