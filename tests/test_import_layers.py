@@ -168,3 +168,37 @@ def test_only_the_beam_runner_imports_the_beam_module():
     importers = {module for module, imports in GRAPH.items()
                  if any(target == "keras_bert.data.beam" for target, _ in imports)}
     assert importers == {"keras_bert.pipelines.create_pretraining_data"}
+
+
+def _private_imports(module: str, path: str) -> list[str]:
+    """`from other_project_module import _name` statements of a module."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), filename=path)
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")
+            base = ".".join(anchor[:len(anchor) - node.level + 1] + ([base] if base else []))
+        target = _resolve(base)
+        if target and target != module:
+            found += [f"line {node.lineno}: {alias.name} from {target}" for alias in node.names
+                      if alias.name.startswith("_") and not alias.name.startswith("__")]
+    return found
+
+
+def test_no_module_imports_another_modules_private_names():
+    # A name another module needs is part of its owner's interface: give it a public name.
+    bad = {module: found for module, path in MODULES.items()
+           if (found := _private_imports(module, path))}
+    assert not bad, "\n".join(f"{m}: {', '.join(f)}" for m, f in sorted(bad.items()))
+
+
+def test_no_module_over_500_lines():
+    # One responsibility a file; a module that outgrows this splits along its stages.
+    long = {module: n for module, path in MODULES.items()
+            if (n := sum(1 for _ in open(path, encoding="utf-8"))) > 500}
+    assert not long, long
