@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 from conftest import REPO
 
-from keras_bert.pipelines import demo
+from keras_bert.pipelines import demo_corpus
 from keras_bert.tasks.library import LibraryTask
 
 SMALL = ["--num_train_steps", "250", "--train_batch_size", "32", "--max_corpus_mb", "0.6",
@@ -40,14 +40,14 @@ def test_english_sentences_keep_prose_and_drop_code_and_parameters():
 
     See `tf.math.reduce_sum` for details on the other arguments.
     """
-    assert demo.english_sentences(inspect.cleandoc(docstring)) == [
+    assert demo_corpus.english_sentences(inspect.cleandoc(docstring)) == [
         "Computes the mean of the elements across the axis.",
         "Reduces the input along the given axis, e.g. The rows.",
         "Unless keepdims is true, the rank drops by one."]
 
 
 def test_sentences_split_after_abbreviations_and_initials_only():
-    assert demo.split_sentences("See the notes, i.e. The log. Written by J. Doe. Done!") == [
+    assert demo_corpus.split_sentences("See the notes, i.e. The log. Written by J. Doe. Done!") == [
         "See the notes, i.e. The log.", "Written by J. Doe.", "Done!"]
 
 
@@ -58,7 +58,7 @@ def test_docstrings_are_read_without_importing(tmp_path):
                       'class C:\n    """Holds one thing that the corpus builder reads."""\n'
                       '    def f(self):\n'
                       '        """Returns the answer to the question that was asked."""\n')
-    assert demo.file_document(str(module)) == [
+    assert demo_corpus.file_document(str(module)) == [
         "A module that is parsed and never run by the corpus builder.",
         "Holds one thing that the corpus builder reads.",
         "Returns the answer to the question that was asked."]
@@ -69,7 +69,7 @@ def test_task_examples_are_balanced_and_held_out_by_document():
     corpus = {source: [[sentence.format(s, d, source) for s in range(5)] for d in range(20)]
               for source in ("alpha", "beta")}
     corpus["beta"].append(["The numpy name makes this sentence unusable for the task."] * 3)
-    train, dev = demo.task_examples(corpus, per_class=40, seed=0)
+    train, dev = demo_corpus.task_examples(corpus, per_class=40, seed=0)
     counts = collections.Counter(label for _, label in train)
     assert counts == {"alpha": 40, "beta": 40}
     # Documents 5 and 15 of each source are held out: 2 documents x 5 sentences.
