@@ -202,3 +202,21 @@ def test_no_module_over_500_lines():
     long = {module: n for module, path in MODULES.items()
             if (n := sum(1 for _ in open(path, encoding="utf-8"))) > 500}
     assert not long, long
+
+
+def test_no_test_module_imports_another():
+    # Shared fixtures live in conftest.py and shared helpers in tests/*_support.py,
+    # harness.py and tokenization_refs.py, never in a test module.
+    tests_dir = os.path.join(REPO, "tests")
+    bad = []
+    for name in sorted(os.listdir(tests_dir)):
+        if not name.endswith(".py"):
+            continue
+        with open(os.path.join(tests_dir, name), encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            targets = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                       [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            bad += [f"{name}:{node.lineno} imports {t}" for t in targets
+                    if t.split(".")[0].startswith("test_")]
+    assert not bad, bad
