@@ -106,7 +106,9 @@ def run(args) -> int:
     model = args.model
     if not os.path.exists(model) and not os.path.exists(model + ".index"):
         raise InputNotFoundError(f"--model {model!r} does not exist")
-    finetuned = os.path.isfile(os.path.join(model, "finetune_config.json"))
+    from keras_bert.tasks.finetuning import CONFIG_FILE
+
+    finetuned = os.path.isfile(os.path.join(model, CONFIG_FILE))
     if finetuned:
         encoder, vocab, lower_case = _finetuned_encoder(model)
         config = encoder.config

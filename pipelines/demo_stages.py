@@ -232,7 +232,7 @@ def finetune(job: DemoJob):
     """6. The derived task fine-tuned from the pretrained and from the random encoder
     with the same budget (or their finished runs reused): report["finetune"]. Returns
     the task."""
-    from keras_bert.tasks.finetuning import FinetuneOptions, Finetuning
+    from keras_bert.tasks.finetuning import METRICS_FILE, FinetuneOptions, Finetuning
     from keras_bert.tasks.library import LibraryTask
 
     settings, paths, c = job.settings, job.paths, job.report["corpus"]
@@ -247,7 +247,7 @@ def finetune(job: DemoJob):
     for init, checkpoint, target in (
             ("pretrained", paths["pretrain_run"], paths["finetune_pretrained"]),
             ("random_init", paths["random_init"], paths["finetune_random"])):
-        metrics_path = os.path.join(target, "metrics.json")
+        metrics_path = os.path.join(target, METRICS_FILE)
         if os.path.exists(metrics_path):
             say(f"  reusing {target}")
             with open(metrics_path, encoding="utf-8") as f:

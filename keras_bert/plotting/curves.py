@@ -14,7 +14,9 @@ import os
 
 from keras_bert.errors import DataError, InputNotFoundError
 
-# What a pretraining or fine-tuning run writes (keras_bert.training / keras_bert.tasks).
+# What a pretraining or fine-tuning run writes: the names of training.run_directory and
+# tasks.finetuning.run_directory, repeated here so that reading curves needs no TensorFlow
+# (importing either package loads it); tests/test_plotting.py checks that they agree.
 TRAIN_LOG = "train_log.jsonl"
 LOGS_DIR = "logs"
 FINETUNE_CONFIG = "finetune_config.json"

@@ -38,6 +38,7 @@ from keras_bert.tasks.finetuning.scoring import (
 from keras_bert.tasks.registry import get_task
 from keras_bert.tokenization import BertTokenizer
 from keras_bert.training.optimization import create_optimizer
+from keras_bert.training.run_directory import LOGS
 
 logger = logging.getLogger("keras_bert")
 
@@ -238,7 +239,7 @@ class Finetuning:
                                                          prediction_file(self.task, split.name)))
             io.write_json(os.path.join(directory, METRICS_FILE), metrics)
             if os.path.isdir(logs):
-                shutil.copytree(logs, os.path.join(directory, "logs"))
+                shutil.copytree(logs, os.path.join(directory, LOGS))
 
         io.atomic_directory(self.output_dir, write, overwrite=self.overwrite)
         return metrics
