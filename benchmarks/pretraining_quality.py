@@ -66,7 +66,8 @@ def main():
     import tensorflow as tf
 
     from keras_bert import BertConfig, BertPretrainer
-    from keras_bert.data.pretraining import PretrainingDataOptions, create_pretraining_data
+    from keras_bert.data.options import PretrainingDataOptions
+    from keras_bert.data.pretraining import create_pretraining_data
     from keras_bert.data.tfrecords import pretraining_dataset
     from keras_bert.training import Pretraining, PretrainingOptions, pretraining_losses
     from keras_bert.vocab import learn_vocab, write_vocab

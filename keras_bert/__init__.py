@@ -31,7 +31,7 @@ model after naming its class or its module, e.g.:
 feature-based tagger; `load_finetuned` loads a fine-tuning run directory.)
 """
 
-import importlib as _importlib
+from keras_bert.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -83,16 +83,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
-
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'keras_bert' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

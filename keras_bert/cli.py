@@ -38,7 +38,11 @@ COMMANDS = {
 }
 
 
-def build_parser():
+def build_parser(load=None):
+    """The `keras-bert` parser. The subcommands named in `load` (every one when None) get
+    their full parsers, which imports their modules; the others are listed with their
+    one-line help only, so that `keras-bert --help` and `keras-bert COMMAND ...` load
+    no other command's module (and no TensorFlow before the command's work)."""
     from keras_bert.pipelines import flags
 
     parser = flags.ArgumentParser(
@@ -51,6 +55,9 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", metavar="COMMAND",
                                 parser_class=flags.ArgumentParser)
     for name, (module_name, help_text) in COMMANDS.items():
+        if load is not None and name not in load:
+            sub.add_parser(name, help=help_text, add_help=False)
+            continue
         try:
             module = importlib.import_module(module_name)
         except ImportError as e:
@@ -65,6 +72,17 @@ def build_parser():
         flags.add_debug(p)
         p.set_defaults(_run=module.run, _prog=f"keras-bert {name}")
     return parser
+
+
+def _command(argv: list[str]):
+    """The subcommands whose parsers `argv` needs: the one it names (none for bare
+    `--help`), or None (all) when arguments come from an @FILE before the command."""
+    for arg in argv:
+        if arg.startswith("@"):
+            return None
+        if not arg.startswith("-"):
+            return [arg]
+    return []
 
 
 def _unavailable(name: str, error: ImportError):
@@ -83,20 +101,23 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0" if "--debug" in argv else "3")
     from keras_bert.pipelines import flags
 
-    # Loading the subcommands imports TensorFlow and Keras: about a million objects and no
-    # garbage, which the cyclic garbage collector would scan again and again for nothing
-    # (measured: a quarter of the CPU time of the imports, 0.7 s).
+    args = build_parser(_command(argv)).parse_args(argv)
+    if not getattr(args, "_run", None):
+        build_parser([]).print_help()
+        return flags.EXIT_USAGE
+    # Every command's work runs on TensorFlow and Keras, which its module imports when it
+    # starts: about a million objects and no garbage, which the cyclic garbage collector
+    # would scan again and again for nothing (measured: a fifth of the CPU time of the
+    # imports, 0.8 s). Imported here with the collector paused; the help and usage
+    # errors above come before, without them.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        parser = build_parser()
+        import keras  # noqa: F401
+        import tensorflow  # noqa: F401
     finally:
         if collecting:
             gc.enable()
-    args = parser.parse_args(argv)
-    if not getattr(args, "_run", None):
-        parser.print_help()
-        return flags.EXIT_USAGE
     return flags.run_command(args._prog, args._run, args)
 
 

@@ -34,9 +34,7 @@ import sys
 import time
 from functools import partial
 
-import tensorflow as tf
-
-from keras_bert.data.pretraining import PretrainingDataOptions, create_pretraining_data
+from keras_bert.data.options import PretrainingDataOptions
 from keras_bert.errors import ArgumentError, OutputError
 from keras_bert.pipelines.flags import (
     add_boolean,
@@ -113,6 +111,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import tensorflow as tf
+
+    from keras_bert.data.pretraining import create_pretraining_data
+
     start = time.monotonic()
     # The work is spread over processes, one core each; TensorFlow's own thread pools
     # would only spin against them (measured: a sixth more CPU per instance, and twice

@@ -105,7 +105,8 @@ def write_tfrecords(job: DemoJob) -> None:
     and their next-sentence label balance: report["nsp_label_balance"]."""
     settings, paths = job.settings, job.paths
     job.stages.start(3, "data", "Masked-LM / next-sentence TFRecords")
-    from keras_bert.data.pretraining import PretrainingDataOptions, create_pretraining_data
+    from keras_bert.data.options import PretrainingDataOptions
+    from keras_bert.data.pretraining import create_pretraining_data
 
     data_options = PretrainingDataOptions(
         max_seq_length=settings.max_seq_length,

@@ -37,9 +37,7 @@ from keras_bert.pipelines.flags import (
     require_output_directory,
 )
 from keras_bert.precision import TRAINING_PRECISIONS
-from keras_bert.training import Pretraining, PretrainingOptions
-from keras_bert.training.distribute import STRATEGIES
-from keras_bert.training.optimization import OPTIMIZERS
+from keras_bert.training.options import OPTIMIZERS, STRATEGIES, PretrainingOptions
 
 _DEFAULTS = PretrainingOptions()
 
@@ -110,6 +108,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from keras_bert.training.pretraining import Pretraining
+
     require_output_directory(args.output_dir, "--output_dir")
     # The run's own messages (strategy, resuming at step N, a stop signal) go to stderr.
     with library_logging():

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 from conftest import MINILM_REFERENCE, REPO, minilm_path
 
@@ -231,3 +232,30 @@ def test_finetune_quiet_prints_the_result_only(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines()[0].startswith("stsb dev: "), proc.stdout
     assert "epoch" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+HELP_PROBE = r'''
+import contextlib, io, json, sys
+from keras_bert.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        code = main({argv!r})
+    except SystemExit as e:
+        code = e.code
+print(json.dumps({{"code": code, "tensorflow": "tensorflow" in sys.modules,
+                  "keras": "keras" in sys.modules, "help": out.getvalue()}}))
+'''
+
+
+@pytest.mark.parametrize("argv", [["--help"], []] + [[name, "--help"] for name in COMMANDS])
+def test_help_loads_no_tensorflow(argv):
+    # `keras-bert --help` and `keras-bert COMMAND --help` answer at once: only the named
+    # command's module loads, and no command module imports TensorFlow or Keras at
+    # import time (they do when they run).
+    proc = subprocess.run([sys.executable, "-c", HELP_PROBE.format(argv=argv)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["code"] in (0, 2) and "usage: keras-bert" in result["help"]
+    assert not result["tensorflow"] and not result["keras"], argv

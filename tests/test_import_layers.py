@@ -12,7 +12,7 @@ from conftest import REPO
 
 # Stages in order; a module's stage is the first entry that is a prefix of its name.
 STAGES = [
-    ("bottom", ["keras_bert.errors", "keras_bert.io", "keras_bert.options"]),
+    ("bottom", ["keras_bert.errors", "keras_bert.io", "keras_bert.options", "keras_bert.lazy"]),
     ("config", ["keras_bert.config", "keras_bert.precision", "keras_bert.metrics"]),
     ("text", ["keras_bert.unicode_tables", "keras_bert.basic_tokenizer", "keras_bert.vocab_io",
               "keras_bert.tokenization", "keras_bert.vocab", "keras_bert.preprocessing"]),

@@ -29,35 +29,29 @@ The public names:
   `check_shard_sizes` compares shards with the sizes their sidecar recorded.
 """
 
-from keras_bert.data.instances import (
-    Instance,
-    create_instances,
-    create_instances_from_document,
-    create_packed_instances,
-    instances_to_arrays,
-    truncate_seq_pair,
-)
-from keras_bert.data.masking import MaskedLmMasker
-from keras_bert.data.pretraining import (
-    PretrainingDataError,
-    PretrainingDataOptions,
-    create_pretraining_data,
-)
-from keras_bert.data.shards import ShardWriter
-from keras_bert.data.tfrecords import (
-    MASKED_LM_FEATURES,
-    PRETRAINING_SCHEMA,
-    check_shard_sizes,
-    feature_spec,
-    pretraining_dataset,
-    serialize_examples,
-    write_tfrecord,
-)
+from keras_bert.lazy import lazy_exports
 
-__all__ = [
-    "MASKED_LM_FEATURES", "PRETRAINING_SCHEMA", "Instance", "MaskedLmMasker",
-    "PretrainingDataError", "PretrainingDataOptions", "ShardWriter", "check_shard_sizes",
-    "create_instances", "create_instances_from_document", "create_packed_instances",
-    "create_pretraining_data", "feature_spec", "instances_to_arrays", "pretraining_dataset",
-    "serialize_examples", "truncate_seq_pair", "write_tfrecord",
-]
+# public name -> the module that defines it (loaded on first use).
+_EXPORTS = {
+    "MASKED_LM_FEATURES": "keras_bert.data.tfrecords",
+    "PRETRAINING_SCHEMA": "keras_bert.data.tfrecords",
+    "Instance": "keras_bert.data.instances",
+    "MaskedLmMasker": "keras_bert.data.masking",
+    "PretrainingDataError": "keras_bert.data.pretraining",
+    "PretrainingDataOptions": "keras_bert.data.options",
+    "ShardWriter": "keras_bert.data.shards",
+    "check_shard_sizes": "keras_bert.data.tfrecords",
+    "create_instances": "keras_bert.data.instances",
+    "create_instances_from_document": "keras_bert.data.instances",
+    "create_packed_instances": "keras_bert.data.instances",
+    "create_pretraining_data": "keras_bert.data.pretraining",
+    "feature_spec": "keras_bert.data.tfrecords",
+    "instances_to_arrays": "keras_bert.data.instances",
+    "pretraining_dataset": "keras_bert.data.tfrecords",
+    "serialize_examples": "keras_bert.data.tfrecords",
+    "truncate_seq_pair": "keras_bert.data.instances",
+    "write_tfrecord": "keras_bert.data.tfrecords",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

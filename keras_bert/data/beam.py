@@ -58,12 +58,8 @@ except ImportError as e:  # the optional extra
 
 from keras_bert import io as kb_io
 from keras_bert.data import documents as documents_lib
-from keras_bert.data.pretraining import (
-    PretrainingDataOptions,
-    chunk_chars,
-    finish_run,
-    start_run,
-)
+from keras_bert.data.options import PretrainingDataOptions
+from keras_bert.data.pretraining import chunk_chars, finish_run, start_run
 from keras_bert.data.run_state import Sidecar, sidecar_file_name
 from keras_bert.data.shards import ShardWriter, shard_file_name
 from keras_bert.errors import ArgumentError

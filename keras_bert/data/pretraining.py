@@ -46,6 +46,7 @@ import tqdm
 
 from keras_bert import io as kb_io
 from keras_bert.data import documents as documents_lib
+from keras_bert.data.options import PretrainingDataOptions
 from keras_bert.data.run_state import (
     Sidecar,
     check_output_directory,
@@ -57,7 +58,6 @@ from keras_bert.data.run_state import (
 from keras_bert.data.shards import ShardWriter, shard_file_name
 from keras_bert.data.workers import write_shards
 from keras_bert.errors import ArgumentError, DataError, UserInputError, VocabError
-from keras_bert.options import OptionChecks
 from keras_bert.vocab_io import SPECIAL_TOKENS, load_vocab
 
 logger = logging.getLogger(__name__)
@@ -72,63 +72,6 @@ _NSP_FALLBACK_WARNING_SHARE = 0.01
 # vocab, output directory) is a `keras_bert.errors.UserInputError`: `ArgumentError`,
 # `InputNotFoundError`, `VocabError`, `DataError` or `OutputError`. The old name stays.
 PretrainingDataError = UserInputError
-
-
-@dataclasses.dataclass(frozen=True)
-class PretrainingDataOptions:
-    """How pretraining instances are made; the defaults are the original script's flags.
-
-    Args:
-        max_seq_length: tokens per instance, [CLS] and [SEP]s included.
-        max_predictions_per_seq: the most masked-LM predictions per instance.
-        masked_lm_prob: the fraction of tokens to predict.
-        short_seq_prob: probability of a shorter random target length.
-        dupe_factor: passes over the documents, each with different pairs and masks.
-        random_seed: fixes the output.
-        do_lower_case: lower-case and strip accents (uncased vocab).
-        do_whole_word_mask: mask all pieces of a word together.
-        next_sentence_prediction: sentence pairs with NSP labels (the paper); False packs
-            full sentences into one segment instead (RoBERTa's FULL-SENTENCES).
-        dynamic_masking: store unmasked instances for masking in the training pipeline.
-        shard_size_mb: text per output shard (millions of characters); also the pool that
-            random next segments come from. Memory per worker grows with it.
-
-    Raises:
-        ArgumentError: a value of the wrong type or out of range (`field` names the
-            first one; the message lists them all).
-
-    Example:
-
-    >>> PretrainingDataOptions(dupe_factor=5).max_seq_length
-    128
-    >>> PretrainingDataOptions(dupe_factor=0)
-    Traceback (most recent call last):
-    ...
-    keras_bert.errors.ArgumentError: Invalid pretraining data options: dupe_factor must \
-be >= 1, got 0.
-    """
-
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
-    dupe_factor: int = 10
-    random_seed: int = 12345
-    do_lower_case: bool = True
-    do_whole_word_mask: bool = False
-    next_sentence_prediction: bool = True
-    dynamic_masking: bool = False
-    shard_size_mb: float = 1.0
-
-    def __post_init__(self):
-        checks = OptionChecks("pretraining data options", self)
-        # [CLS] A [SEP] B [SEP] with a target of at least two tokens.
-        checks.at_least(5 if self.next_sentence_prediction else 3, "max_seq_length")
-        checks.at_least(1, "max_predictions_per_seq", "dupe_factor")
-        checks.within("masked_lm_prob", 0, 1, low_open=True)
-        checks.within("short_seq_prob", 0, 1)
-        checks.greater_than(0, "shard_size_mb")
-        checks.raise_if_any()
 
 
 def _check_count(name: str, value, minimum: int) -> int:
@@ -218,9 +161,12 @@ def finish_run(run: Run, options: PretrainingDataOptions, input_stats: dict,
     return run.sidecar.write(input_stats, complete=True, force=True)
 
 
+_DEFAULT_OPTIONS = PretrainingDataOptions()
+
+
 def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, output_dir: str,
                             vocab_file: str,
-                            options: PretrainingDataOptions = PretrainingDataOptions(), *,
+                            options: PretrainingDataOptions = _DEFAULT_OPTIONS, *,
                             num_workers: int | None = None, shard_index: int = 0,
                             num_shards: int = 1, progress: bool = True,
                             overwrite: bool = False) -> dict:

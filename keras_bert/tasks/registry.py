@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 from keras_bert.errors import ArgumentError
-from keras_bert.tasks.base import Task
+
+if TYPE_CHECKING:  # tasks.base loads TensorFlow; the command line reads TASK_NAMES first
+    from keras_bert.tasks.base import Task
 
 GLUE_NAMES = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 TASK_NAMES = (*GLUE_NAMES, "squad1", "squad2", "ner", "swag")

@@ -12,18 +12,28 @@
 - `pretraining`: `Pretraining` and `run_pretraining`, the job behind `keras-bert pretrain`.
 """
 
-from keras_bert.losses import MaskedLMLoss, pretraining_losses
-from keras_bert.training.building import resolve_config
-from keras_bert.training.callbacks import MetricsLogger, ProgressBar, TrainingCheckpoint
-from keras_bert.training.distribute import resolve_precision, resolve_strategy
-from keras_bert.training.optimization import AdamW, Lamb, LinearWarmupDecay, create_optimizer
-from keras_bert.training.options import PretrainingOptions
-from keras_bert.training.pretraining import Pretraining, run_pretraining
-from keras_bert.training.validation import PretrainingDataInfo, inspect_pretraining_data
+from keras_bert.lazy import lazy_exports
 
-__all__ = [
-    "AdamW", "Lamb", "LinearWarmupDecay", "MaskedLMLoss", "MetricsLogger", "Pretraining",
-    "PretrainingDataInfo", "PretrainingOptions", "ProgressBar", "TrainingCheckpoint",
-    "create_optimizer", "inspect_pretraining_data", "pretraining_losses", "resolve_config",
-    "resolve_precision", "resolve_strategy", "run_pretraining",
-]
+# public name -> the module that defines it (loaded on first use).
+_EXPORTS = {
+    "AdamW": "keras_bert.training.optimization",
+    "Lamb": "keras_bert.training.optimization",
+    "LinearWarmupDecay": "keras_bert.training.optimization",
+    "MaskedLMLoss": "keras_bert.losses",
+    "MetricsLogger": "keras_bert.training.callbacks",
+    "Pretraining": "keras_bert.training.pretraining",
+    "PretrainingDataInfo": "keras_bert.training.validation",
+    "PretrainingOptions": "keras_bert.training.options",
+    "ProgressBar": "keras_bert.training.callbacks",
+    "TrainingCheckpoint": "keras_bert.training.callbacks",
+    "create_optimizer": "keras_bert.training.optimization",
+    "inspect_pretraining_data": "keras_bert.training.validation",
+    "pretraining_losses": "keras_bert.losses",
+    "resolve_config": "keras_bert.training.building",
+    "resolve_precision": "keras_bert.training.distribute",
+    "resolve_strategy": "keras_bert.training.distribute",
+    "run_pretraining": "keras_bert.training.pretraining",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

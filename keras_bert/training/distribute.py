@@ -26,8 +26,8 @@ from keras_bert.precision import (
     TRAINING_PRECISIONS,
     check_precision,
 )
+from keras_bert.training.options import STRATEGIES
 
-STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
 _TPU_CONNECT_TIMEOUT_S = 10.0
 
 

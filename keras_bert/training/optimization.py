@@ -18,8 +18,7 @@ from keras import ops
 # Variables whose name contains one of these get no weight decay (LayerNorm gamma/beta
 # and biases); defined with the task models, whose default `compile` uses it too.
 from keras_bert.models import WEIGHT_DECAY_EXCLUDED
-
-OPTIMIZERS = ("adamw", "lamb")
+from keras_bert.training.options import OPTIMIZERS
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

@@ -7,7 +7,10 @@ import dataclasses
 
 from keras_bert.options import OptionChecks
 from keras_bert.precision import TRAINING_PRECISIONS
-from keras_bert.training.optimization import OPTIMIZERS
+
+OPTIMIZERS = ("adamw", "lamb")
+# Strategy names (keras_bert.training.distribute makes them tf.distribute strategies).
+STRATEGIES = ("auto", "one_device", "mirrored", "multi_worker", "tpu")
 
 
 @dataclasses.dataclass(frozen=True)

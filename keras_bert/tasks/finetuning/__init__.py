@@ -11,35 +11,31 @@ batch 32, 3 epochs, and, for small tasks, the best of several restarts on dev.
   `keras-bert evaluate`, `predict`, `export` and `attention`.
 """
 
-from keras_bert.tasks.finetuning.inputs import TaskSource, model_source
-from keras_bert.tasks.finetuning.options import (
-    DEFAULT_LEARNING_RATES,
-    DEFAULT_SEQ_LENGTH,
-    DEFAULT_SEQ_LENGTHS,
-    FEATURE_BASED_LEARNING_RATE,
-    FinetuneOptions,
-)
-from keras_bert.tasks.finetuning.run import Finetuning, Split
-from keras_bert.tasks.finetuning.run_directory import (
-    CONFIG_FILE,
-    METRICS_FILE,
-    MODEL_FILE,
-    FinetunedModel,
-    check_output_dir,
-    load_finetuned,
-)
-from keras_bert.tasks.finetuning.scoring import (
-    dev_metrics,
-    metrics_summary,
-    predict_split,
-    prediction_file,
-    score_split,
-)
+from keras_bert.lazy import lazy_exports
 
-__all__ = [
-    "CONFIG_FILE", "DEFAULT_LEARNING_RATES", "DEFAULT_SEQ_LENGTH", "DEFAULT_SEQ_LENGTHS",
-    "FEATURE_BASED_LEARNING_RATE", "METRICS_FILE", "MODEL_FILE", "FinetuneOptions",
-    "FinetunedModel", "Finetuning", "Split", "TaskSource",
-    "check_output_dir", "dev_metrics", "load_finetuned", "metrics_summary", "model_source",
-    "predict_split", "prediction_file", "score_split",
-]
+# public name -> the module that defines it (loaded on first use).
+_EXPORTS = {
+    "CONFIG_FILE": "keras_bert.tasks.finetuning.run_directory",
+    "DEFAULT_LEARNING_RATES": "keras_bert.tasks.finetuning.options",
+    "DEFAULT_SEQ_LENGTH": "keras_bert.tasks.finetuning.options",
+    "DEFAULT_SEQ_LENGTHS": "keras_bert.tasks.finetuning.options",
+    "FEATURE_BASED_LEARNING_RATE": "keras_bert.tasks.finetuning.options",
+    "METRICS_FILE": "keras_bert.tasks.finetuning.run_directory",
+    "MODEL_FILE": "keras_bert.tasks.finetuning.run_directory",
+    "FinetuneOptions": "keras_bert.tasks.finetuning.options",
+    "FinetunedModel": "keras_bert.tasks.finetuning.run_directory",
+    "Finetuning": "keras_bert.tasks.finetuning.run",
+    "Split": "keras_bert.tasks.finetuning.run",
+    "TaskSource": "keras_bert.tasks.finetuning.inputs",
+    "check_output_dir": "keras_bert.tasks.finetuning.run_directory",
+    "dev_metrics": "keras_bert.tasks.finetuning.scoring",
+    "load_finetuned": "keras_bert.tasks.finetuning.run_directory",
+    "metrics_summary": "keras_bert.tasks.finetuning.scoring",
+    "model_source": "keras_bert.tasks.finetuning.inputs",
+    "predict_split": "keras_bert.tasks.finetuning.scoring",
+    "prediction_file": "keras_bert.tasks.finetuning.scoring",
+    "score_split": "keras_bert.tasks.finetuning.scoring",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

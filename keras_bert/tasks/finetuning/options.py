@@ -7,12 +7,15 @@ data is read.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from keras_bert.config import BertConfig
 from keras_bert.errors import ArgumentError
 from keras_bert.options import OptionChecks
 from keras_bert.precision import PRECISIONS
-from keras_bert.tasks.base import FeatureSettings, Task
+
+if TYPE_CHECKING:  # tasks.base loads TensorFlow; the command line reads these options first
+    from keras_bert.tasks.base import FeatureSettings, Task
 
 # The paper's fine-tuning learning rates are {5e-5, 4e-5, 3e-5, 2e-5}; these defaults
 # follow google-research/bert's README per task family.
@@ -125,6 +128,8 @@ class FinetuneOptions:
         if self.max_seq_length is None:
             raise ArgumentError("max_seq_length is not set; resolve it with "
                                 "resolve(task, config).", field="max_seq_length")
+        from keras_bert.tasks.base import FeatureSettings
+
         return FeatureSettings(max_seq_length=self.max_seq_length, doc_stride=self.doc_stride,
                                max_query_length=self.max_query_length,
                                max_answer_length=self.max_answer_length,

@@ -1,0 +1,68 @@
+"""How fast the `keras-bert` command answers `--help`: the whole process, measured from
+outside, for `keras-bert --help` and `keras-bert COMMAND --help` of every command, beside
+the time a bare `import tensorflow` takes on the same machine (what every help used to
+cost, when the parser imported every command's module).
+
+Prints one JSON line per command (median and slowest of --runs processes) and a summary
+line with the goal (issue 22: at most 0.5 s).
+
+    python benchmarks/cli_startup.py [--runs 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+from machine import cpu_fields
+
+GOAL_S = 0.5
+
+
+def _seconds(argv: list[str], runs: int) -> list[float]:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       check=False)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    command = shutil.which("keras-bert")
+    if command is None:
+        sys.exit("keras-bert is not on PATH: pip install -e . first")
+    from keras_bert.cli import COMMANDS
+
+    rows = [["--help"]] + [[name, "--help"] for name in COMMANDS]
+    medians = {}
+    for row in rows:
+        times = _seconds([command, *row], args.runs)
+        medians[" ".join(row)] = statistics.median(times)
+        print(json.dumps({"argv": " ".join(row), "median_s": round(statistics.median(times), 3),
+                          "max_s": round(max(times), 3), "runs": args.runs}), flush=True)
+    tf_times = _seconds([sys.executable, "-c", "import tensorflow"], max(3, args.runs // 2))
+    slowest = max(medians.values())
+    print(json.dumps({
+        "summary": "cli_startup", "goal_s": GOAL_S,
+        "keras_bert_help_median_s": round(medians["--help"], 3),
+        "slowest_command_help_median_s": round(slowest, 3),
+        "slowest_command": max(medians, key=medians.get),
+        "import_tensorflow_median_s": round(statistics.median(tf_times), 3),
+        "meets_goal": slowest <= GOAL_S, "cpu": cpu_fields().get("model name", "")}),
+          flush=True)
+
+
+if __name__ == "__main__":
+    main()
