@@ -68,6 +68,20 @@ def test_layer_harness(kind):
                    expected_num_trainable_weights=trainable, **extras)
 
 
+def test_preprocessor_goes_through_the_harness(tokenizer):
+    # Strings in, int32 ids out: no weights, so no gradient or precision check.
+    from keras_bert.preprocessing import BertPreprocessor
+
+    texts = np.array(["Anna visited Oslo.", "The cat sat on the mat, twice."])
+    layer = run_layer_test(BertPreprocessor, {"tokenizer": tokenizer, "seq_length": 8}, texts,
+                           expected_output_shape=[(2, 8)] * 3, frozen=True,
+                           expected_num_trainable_weights=0, run_precision_check=False)
+    out = {k: np.asarray(v) for k, v in layer(texts).items()}
+    assert (out["input_word_ids"][:, 0] == tokenizer.cls_id).all()
+    assert out["input_mask"][0].tolist() == [1] * int(out["input_mask"][0].sum()) + [0] * (
+        8 - int(out["input_mask"][0].sum()))
+
+
 def test_every_public_layer_goes_through_the_harness():
     import keras_bert.layers
 

@@ -14,6 +14,7 @@ from keras_bert.models import (
     BertTokenClassifier,
 )
 from keras_bert.postprocessing import best_span
+from keras_bert.tasks.tagging_models import BertFeatureBasedTagger, BertNerTagger
 
 
 def _toy(n=64, seq=10, vocab=64, seed=0):
@@ -265,11 +266,20 @@ def _model_cases(config):
         "BertFeatureExtractor": (BertFeatureExtractor, with_encoder(layers=(-2, -1)), x,
                                  (batch, seq, 2 * width),
                                  {"frozen": True, "expected_num_non_trainable_weights": None}),
+        "BertNerTagger": (BertNerTagger, with_encoder(num_classes=5), x, (batch, seq, 5),
+                          sequence_only),
+        # Two BiLSTMs (2 x 2 x 3 weights) and the tagger (2) train; the encoder is frozen.
+        "BertFeatureBasedTagger": (BertFeatureBasedTagger,
+                                   with_encoder(num_classes=5, lstm_units=4, layers=(-2, -1)),
+                                   x, (batch, seq, 5),
+                                   {"expected_num_trainable_weights": 14,
+                                    "expected_num_non_trainable_weights": None}),
     }
 
 
 MODEL_NAMES = ["BertEncoder", "BertPretrainer", "BertClassifier", "BertSpanLabeler",
-               "BertTokenClassifier", "BertMultipleChoice", "BertFeatureExtractor"]
+               "BertTokenClassifier", "BertMultipleChoice", "BertFeatureExtractor",
+               "BertNerTagger", "BertFeatureBasedTagger"]
 
 
 @pytest.mark.parametrize("kind", MODEL_NAMES)
@@ -281,9 +291,11 @@ def test_model_harness(kind, tiny_config):
 
 def test_every_public_model_goes_through_the_harness(tiny_config):
     import keras_bert.models
+    import keras_bert.tasks.tagging_models
 
-    public = {name for name, value in vars(keras_bert.models).items()
+    public = {name for module in (keras_bert.models, keras_bert.tasks.tagging_models)
+              for name, value in vars(module).items()
               if isinstance(value, type) and issubclass(value, keras.Model)
-              and value.__module__ == "keras_bert.models"
+              and value.__module__ == module.__name__
               and keras.saving.get_registered_name(value).startswith("keras_bert>")}
     assert public | {"BertEncoder"} == set(MODEL_NAMES) == set(_model_cases(tiny_config))
