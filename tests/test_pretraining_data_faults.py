@@ -3,7 +3,7 @@ their parent, stale temporaries are cleared, next sentence prediction never labe
 segment of the same document "random next", and every bad argument, input or output
 directory is a typed error (keras_bert.errors) before any work, naming what was wrong.
 
-The corpus and vocab come from tests/test_pretraining_data.py's generators.
+The corpus and vocab come from conftest.py's generators.
 """
 
 import collections
