@@ -243,3 +243,23 @@ def test_restarts_keep_the_best_seed_on_dev_in_mixed_bfloat16(tmp_path):
     again = json.loads((out / "metrics.json").read_text())
     assert again["spearmanr"] == pytest.approx(metrics["spearmanr"], abs=1e-6)
     assert again["pearson"] == pytest.approx(metrics["pearson"], abs=1e-3)
+
+
+def test_training_traces_its_step_once_for_every_epoch_and_length(tmp_path, monkeypatch):
+    # The train step is traced once per fit whatever the batches' lengths and the number
+    # of epochs (the optimizer's variables exist before the first step; a tf.function
+    # that makes variables is traced twice). Python in train_step runs only when traced.
+    import keras
+
+    from keras_bert.models import BertClassifier
+
+    traces = []
+
+    def counting_train_step(self, data):
+        traces.append(1)
+        return keras.Model.train_step(self, data)
+
+    monkeypatch.setattr(BertClassifier, "train_step", counting_train_step)
+    _finetune("stsb", os.path.join(TASK_DATA, "glue", "STS-B"), tmp_path / "stsb",
+              "--num_train_epochs", "2", "--train_batch_size", "4")
+    assert len(traces) == 1
