@@ -101,9 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0" if "--debug" in argv else "3")
     from keras_bert.pipelines import flags
 
-    args = build_parser(_command(argv)).parse_args(argv)
+    parser = build_parser(_command(argv))
+    args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
-        build_parser([]).print_help()
+        parser.print_help()
         return flags.EXIT_USAGE
     # Every command's work runs on TensorFlow and Keras, which its module imports when it
     # starts: about a million objects and no garbage, which the cyclic garbage collector

@@ -83,9 +83,13 @@ class OptionChecks:
         """Records `problem` ("must be ..., got ...") for `field`."""
         self.problems.append((field, f"{field} {problem}"))
 
-    def check(self, ok: bool, field: str, problem: str) -> None:
-        """Records `problem` for `field` unless `ok` (or the field is unset or mistyped)."""
-        if not self._skip(field) and not ok:
+    def check(self, ok, field: str, problem: str, *, needs: tuple[str, ...] = ()) -> None:
+        """Records `problem` for `field` unless `ok`. A callable `ok` is evaluated only
+        when `field` and the fields it `needs` are set and of their declared types (so it
+        may compare them); nothing is checked otherwise."""
+        if any(self._skip(name) for name in (field, *needs)):
+            return
+        if not (ok() if callable(ok) else ok):
             self.fail(field, problem)
 
     def at_least(self, minimum, *fields: str) -> None:

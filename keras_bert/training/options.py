@@ -76,10 +76,10 @@ class PretrainingOptions:
                         "save_checkpoints_steps", "keep_checkpoints", "log_steps",
                         "shuffle_buffer_size", "max_seq_length", "max_predictions_per_seq",
                         "steps_per_execution")
-        if "num_train_steps" not in {field for field, _ in checks.problems}:
-            checks.check(0 <= self.num_warmup_steps <= self.num_train_steps, "num_warmup_steps",
-                         f"must be in [0, num_train_steps={self.num_train_steps}], got "
-                         f"{self.num_warmup_steps}")
+        checks.check(lambda: 0 <= self.num_warmup_steps <= self.num_train_steps,
+                     "num_warmup_steps", f"must be in [0, num_train_steps="
+                     f"{self.num_train_steps}], got {self.num_warmup_steps}",
+                     needs=("num_train_steps",))
         checks.greater_than(0, "learning_rate")
         checks.one_of("optimizer", OPTIMIZERS)
         checks.one_of("mixed_precision", TRAINING_PRECISIONS)

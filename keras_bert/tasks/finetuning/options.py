@@ -80,10 +80,9 @@ class FinetuneOptions:
         checks.at_least(1, "train_batch_size", "eval_batch_size", "num_restarts", "doc_stride",
                         "max_query_length", "max_answer_length", "n_best_size",
                         "max_train_examples")
-        if self.max_seq_length is not None:
-            checks.check(self.max_seq_length >= 3, "max_seq_length",
-                         "must leave room for [CLS], a token and [SEP]: >= 3, got "
-                         f"{self.max_seq_length}")
+        checks.check(lambda: self.max_seq_length >= 3, "max_seq_length",
+                     "must leave room for [CLS], a token and [SEP]: >= 3, got "
+                     f"{self.max_seq_length}")
         checks.greater_than(0, "num_train_epochs", "learning_rate")
         checks.within("warmup_proportion", 0, 1)
         checks.at_least(0, "weight_decay")
