@@ -248,7 +248,9 @@ def test_restarts_keep_the_best_seed_on_dev_in_mixed_bfloat16(tmp_path):
 def test_training_traces_its_step_once_for_every_epoch_and_length(tmp_path, monkeypatch):
     # The train step is traced once per fit whatever the batches' lengths and the number
     # of epochs (the optimizer's variables exist before the first step; a tf.function
-    # that makes variables is traced twice). Python in train_step runs only when traced.
+    # that makes variables is traced twice), and the dev scoring after every epoch reuses
+    # one predict trace, a short last batch included. Python in a step runs only when
+    # Keras traces it.
     import keras
 
     from keras_bert.models import BertClassifier
@@ -256,10 +258,22 @@ def test_training_traces_its_step_once_for_every_epoch_and_length(tmp_path, monk
     traces = []
 
     def counting_train_step(self, data):
-        traces.append(1)
+        traces.append("train")
         return keras.Model.train_step(self, data)
 
+    def counting_predict_step(self, data):
+        traces.append("predict")
+        return keras.Model.predict_step(self, data)
+
     monkeypatch.setattr(BertClassifier, "train_step", counting_train_step)
-    _finetune("stsb", os.path.join(TASK_DATA, "glue", "STS-B"), tmp_path / "stsb",
-              "--num_train_epochs", "2", "--train_batch_size", "4")
-    assert len(traces) == 1
+    monkeypatch.setattr(BertClassifier, "predict_step", counting_predict_step)
+    # 4 training rows in batches of 3 and 3 dev rows in batches of 2: a short last batch
+    # in both, and sequence lengths that differ from batch to batch.
+    metrics = _finetune("stsb", os.path.join(TASK_DATA, "glue", "STS-B"), tmp_path / "stsb",
+                        "--num_train_epochs", "2", "--train_batch_size", "3",
+                        "--eval_batch_size", "2")
+    assert sorted(traces) == ["predict", "train"]
+    # The run reports what it traced and how long that took.
+    assert {k: v["traces"] for k, v in metrics["traces"].items()} == {
+        "train_step": 1, "predict_step": 1}
+    assert 0 < metrics["trace_seconds"] <= metrics["train_seconds"]

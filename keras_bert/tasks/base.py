@@ -151,7 +151,8 @@ class Task(abc.ABC):
 
 def feature_dataset(features: Features, batch_size: int, training: bool = False,
                     seed: int | None = None, with_labels: bool | None = None,
-                    epochs: int = 1, group_by_length: bool = False) -> tf.data.Dataset:
+                    epochs: int = 1, group_by_length: bool = False,
+                    order: np.ndarray | None = None) -> tf.data.Dataset:
     """A tf.data pipeline over `features`, batched, each batch cut to its longest
     sequence (dynamic padding); no Python runs per element.
 
@@ -160,8 +161,9 @@ def feature_dataset(features: Features, batch_size: int, training: bool = False,
     `fit`). `group_by_length` additionally sorts each run of 50 batches by length
     before cutting it into batches, and shuffles the batches, so a batch holds
     sequences of similar length and carries little padding (Hugging Face's
-    `group_by_length`); the set of examples per epoch is unchanged. Evaluation keeps the
-    input order.
+    `group_by_length`); the set of examples per epoch is unchanged. Evaluation reads
+    the features in input order, or in `order` (a permutation of their indices, e.g.
+    `length_order(features)`, to batch sequences of similar length together).
 
     Yields `inputs` dicts, or `(inputs, labels)` when `with_labels` (default: whether
     `features.labels` is set). Inputs of rank >= 2 are cut on their last axis (the
@@ -188,7 +190,10 @@ def feature_dataset(features: Features, batch_size: int, training: bool = False,
     if training:
         order = epoch_orders(lengths, batch_size, seed, epochs, group_by_length)
     else:
-        order = [np.arange(n)[i:i + batch_size] for i in range(0, n, batch_size)]
+        indices = np.arange(n) if order is None else np.asarray(order)
+        if sorted(indices.tolist()) != list(range(n)):
+            raise ValueError(f"order must be a permutation of the {n} features' indices.")
+        order = [indices[i:i + batch_size] for i in range(0, n, batch_size)]
     # Batches as rows of indices, -1 past the end of a short last batch.
     rows = np.full((len(order), batch_size), -1, np.int64)
     for r, batch in enumerate(order):
@@ -219,6 +224,42 @@ def feature_dataset(features: Features, batch_size: int, training: bool = False,
     dataset = tf.data.Dataset.from_tensor_slices(rows)
     return dataset.map(gather, num_parallel_calls=tf.data.AUTOTUNE,
                        deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def length_order(features: Features) -> np.ndarray:
+    """The features' indices from shortest to longest (ties in input order): batches
+    read in this order carry almost no padding.
+
+    Example:
+
+    >>> length_order(Features(inputs={}, labels=None, lengths=np.array([3, 1, 3, 2]),
+    ...                       example_index=np.arange(4))).tolist()
+    [1, 3, 0, 2]
+    """
+    return np.argsort(features.lengths, kind="stable")
+
+
+def restore_order(outputs, order: np.ndarray):
+    """`model.predict` outputs of features read in `order` (see `length_order`), put
+    back in the features' own order: every array, tensor or ragged tensor in `outputs`
+    has one row per feature.
+
+    Example:
+
+    >>> restore_order({"logits": np.array([[0.1], [0.3], [0.2]])}, np.array([1, 0, 2]))
+    {'logits': array([[0.3],
+           [0.1],
+           [0.2]])}
+    """
+    inverse = np.empty(len(order), np.int64)
+    inverse[np.asarray(order)] = np.arange(len(order))
+
+    def restore(rows):
+        if isinstance(rows, np.ndarray):
+            return rows[inverse]
+        return tf.gather(rows, inverse)
+
+    return tf.nest.map_structure(restore, outputs)
 
 
 def epoch_orders(lengths: np.ndarray, batch_size: int, seed: int | None, epochs: int = 1,

@@ -39,6 +39,7 @@ from keras_bert.tasks.registry import get_task
 from keras_bert.tokenization import BertTokenizer
 from keras_bert.training.optimization import create_optimizer
 from keras_bert.training.run_directory import LOGS
+from keras_bert.training.tracing import TraceClock
 
 logger = logging.getLogger("keras_bert")
 
@@ -161,6 +162,7 @@ class Finetuning:
         # tf.function that creates variables is traced twice (MiniLM: the first step
         # 4.4 s sooner).
         optimizer.build(model.trainable_variables)
+        self.trace_clock.watch(model)
         dataset = feature_dataset(self.train.features, options.train_batch_size,
                                   training=True, seed=seed, epochs=epochs,
                                   group_by_length=options.group_by_length).take(total)
@@ -182,6 +184,7 @@ class Finetuning:
             model.fit(dataset, epochs=epochs, steps_per_epoch=min(steps, total),
                       callbacks=callbacks, shuffle=False, verbose=1 if self.progress else 0)
         self.fit_seconds = scorer.fit_seconds
+        self.trace_clock.unwatch(model)
         return model, scorer.last, history
 
     def run(self, callbacks=()) -> dict:
@@ -199,6 +202,8 @@ class Finetuning:
 
     def _run(self, callbacks, logs: str) -> dict:
         started = time.monotonic()
+        # Every restart's model traces its own train and predict steps.
+        self.trace_clock = TraceClock()
         best = None
         history = []  # every restart's epochs, so that the choice can be checked
         for restart in range(self.options.num_restarts):
@@ -220,7 +225,9 @@ class Finetuning:
                                for split in self.dev})
         metrics.update(task=self.task.name, seed=seed, train_examples=len(self.train.examples),
                        fit_seconds=round(fit_seconds, 1),
-                       train_seconds=round(time.monotonic() - started, 1))
+                       train_seconds=round(time.monotonic() - started, 1),
+                       trace_seconds=round(self.trace_clock.total_seconds, 1),
+                       traces=self.trace_clock.summary())
         if "best_threshold" in metrics:
             # SQuAD v2.0: the no-answer threshold τ chosen on dev is saved with the model,
             # so `predict` decides "no answer" with it (the dev files and metrics above

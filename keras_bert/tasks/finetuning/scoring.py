@@ -8,15 +8,29 @@ from __future__ import annotations
 
 import keras
 
-from keras_bert.tasks.base import Features, FeatureSettings, Task, feature_dataset
+from keras_bert.tasks.base import (
+    Features,
+    FeatureSettings,
+    Task,
+    feature_dataset,
+    length_order,
+    restore_order,
+)
+from keras_bert.training.tracing import trace_predict_once
 
 
 def predict_split(task: Task, model: keras.Model, examples, features: Features,
                   settings: FeatureSettings, batch_size: int, progress: bool = False) -> list:
     """`model`'s predictions on one featurized split, decoded into the task's terms;
-    `progress` shows Keras's progress bar."""
-    outputs = model.predict(feature_dataset(features, batch_size, with_labels=False),
-                            verbose=1 if progress else 0)
+    `progress` shows Keras's progress bar.
+
+    The features are batched from shortest to longest, each batch cut to its longest
+    sequence (little padding to compute), and all batches run on one trace of the
+    predict step; the outputs are put back in the features' order before decoding."""
+    order = length_order(features)
+    dataset = feature_dataset(features, batch_size, with_labels=False, order=order)
+    trace_predict_once(model, dataset)
+    outputs = restore_order(model.predict(dataset, verbose=1 if progress else 0), order)
     return task.decode(examples, features, outputs, settings)
 
 
