@@ -13,6 +13,12 @@ finetune_config.json), metrics.json with the official dev metrics, and the dev
 predictions in the benchmark's submission format; `keras-bert evaluate`, `predict`
 and `export` take it as --model.
 
+Shapes: each batch is cut to its longest sequence and the train and predict steps are
+traced once over relaxed shapes, so batches of every length (the short last one too)
+share one trace; training batches group similar lengths (--group_by_length=false
+turns that off), dev batches run shortest first. metrics.json reports the traces and
+the seconds they took (trace_seconds).
+
 Example:
 
     keras-bert finetune --task mrpc --data_dir glue/MRPC \\
@@ -95,7 +101,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_boolean(parser, "feature_based", False, "ner: the paper's feature-based model "
                 "(frozen encoder, last four layers, two-layer BiLSTM)")
     add_boolean(parser, "group_by_length", True, "batch training sequences of similar "
-                "length together (less padding)")
+                "length together (less padding; every batch is cut to its longest "
+                "sequence either way)")
     add_boolean(parser, "overwrite", False, "replace an existing --output_dir (once the new "
                 "run is complete)")
     add_boolean(parser, "progress", True, "show progress bars")

@@ -25,7 +25,9 @@ def add_finetuned_model(parser: argparse.ArgumentParser) -> None:
 def add_eval_batch_size(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval_batch_size", type=positive_int,
                         default=FinetuneOptions().eval_batch_size,
-                        help="sequences per prediction batch (default: %(default)s)")
+                        help="sequences per prediction batch; batches run shortest first, "
+                             "each cut to its longest sequence, all on one trace of the "
+                             "predict step (default: %(default)s)")
 
 
 def require_task_data(args: argparse.Namespace) -> None:
