@@ -19,6 +19,8 @@ keras_bert.errors.ArgumentError: precision must be one of float32, mixed_bfloat1
 
 from __future__ import annotations
 
+import functools
+
 from keras_bert.errors import ArgumentError
 
 FLOAT32 = "float32"
@@ -38,3 +40,36 @@ def check_precision(name: str, allowed: tuple[str, ...] = PRECISIONS,
         raise ArgumentError(f"{field} must be one of {', '.join(allowed)}, got {name!r}.",
                             field=field)
     return name
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_bfloat16_instructions() -> tuple[str, ...] | None:
+    """The CPU's native bfloat16 instruction sets among AVX512-BF16 and AMX-BF16 (from
+    /proc/cpuinfo's flags), or None where /proc/cpuinfo cannot be read (not Linux)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            flags = next((line.partition(":")[2].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:
+        return None
+    return tuple(name for name in ("avx512_bf16", "amx_bf16") if name in flags)
+
+
+def bfloat16_cpu_note(precision: str, accelerated: bool = False) -> str | None:
+    """One line to print when `precision` computes in bfloat16 on a CPU without native
+    bfloat16 instructions (where it is emulated, and slower than float32); None when
+    there is nothing to say: float32, an accelerator (`accelerated`), a CPU with
+    AVX512-BF16 or AMX, or a CPU that cannot be inspected.
+
+    Example:
+
+    >>> bfloat16_cpu_note("float32") is None
+    True
+    """
+    if precision != MIXED_BFLOAT16 or accelerated:
+        return None
+    native = cpu_bfloat16_instructions()
+    if native is None or native:
+        return None
+    return ("mixed_bfloat16: this CPU has neither AVX512-BF16 nor AMX, so bfloat16 is "
+            "emulated and slower than float32 here (float32 is the default).")

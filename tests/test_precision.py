@@ -86,3 +86,17 @@ def test_mixed_bfloat16_pretraining_converges_like_float32(tmp_path):
     for result in (f32, bf16):
         assert result["masked_lm_accuracy"] > 5 * chance, results
     assert abs(bf16["masked_lm_loss"] - f32["masked_lm_loss"]) <= 0.15 * f32["masked_lm_loss"]
+
+
+def test_bfloat16_on_a_cpu_without_native_instructions_says_so_in_one_line(monkeypatch):
+    import keras_bert.precision as precision
+
+    monkeypatch.setattr(precision, "cpu_bfloat16_instructions", lambda: ())
+    note = precision.bfloat16_cpu_note("mixed_bfloat16")
+    assert "neither AVX512-BF16 nor AMX" in note and "\n" not in note
+    assert precision.bfloat16_cpu_note("float32") is None
+    assert precision.bfloat16_cpu_note("mixed_bfloat16", accelerated=True) is None
+    monkeypatch.setattr(precision, "cpu_bfloat16_instructions", lambda: ("avx512_bf16",))
+    assert precision.bfloat16_cpu_note("mixed_bfloat16") is None
+    monkeypatch.setattr(precision, "cpu_bfloat16_instructions", lambda: None)  # not Linux
+    assert precision.bfloat16_cpu_note("mixed_bfloat16") is None

@@ -2,24 +2,34 @@
 weight trained end to end with `model.fit`, the dev split(s) scored with the official
 metrics after every epoch (`num_restarts` times, keeping the best on dev), and the run
 directory written all at once (a hidden temporary directory renamed into place).
+
+SIGTERM (a preemption notice) stops a run as Ctrl-C does: `RunTerminated`, a
+`KeyboardInterrupt`, is raised and the run's temporaries are removed, leaving nothing
+beside `output_dir`. Fine-tuning does not resume mid-run: a rerun starts clean, and
+first removes what a killed run (kill -9) left.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
 import os
 import shutil
+import signal
+import threading
 import time
 import warnings
 
 import keras
+import tensorflow as tf
 
 from keras_bert import io
 from keras_bert.checkpoints import load_encoder
 from keras_bert.encoder import BertEncoder
 from keras_bert.errors import DataError
+from keras_bert.precision import bfloat16_cpu_note
 from keras_bert.tasks.base import Features, Task, feature_dataset
 from keras_bert.tasks.finetuning.inputs import TaskSource, model_source
 from keras_bert.tasks.finetuning.options import FinetuneOptions
@@ -28,6 +38,8 @@ from keras_bert.tasks.finetuning.run_directory import (
     METRICS_FILE,
     MODEL_FILE,
     check_output_dir,
+    remove_leftovers,
+    temporary_logs,
 )
 from keras_bert.tasks.finetuning.scoring import (
     dev_metrics,
@@ -48,6 +60,35 @@ _POOLER_WITHOUT_GRADIENTS = (r"Gradients do not exist for variables \['pooler/de
 _DEFAULT_OPTIONS = FinetuneOptions()
 
 
+class RunTerminated(KeyboardInterrupt):
+    """SIGTERM arrived while `Finetuning.run` was training or writing. A
+    `KeyboardInterrupt`, as Ctrl-C raises, so that no `except Exception` on the way
+    swallows it and every cleanup runs; nothing of the run is left on disk."""
+
+    signal_name = "SIGTERM"
+
+
+@contextlib.contextmanager
+def _sigterm_raises():
+    """Within the block, SIGTERM raises `RunTerminated` in the main thread; the previous
+    handler is put back afterwards. Outside the main thread no handler can be installed
+    and SIGTERM keeps its handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, frame):
+        # A second SIGTERM (schedulers repeat theirs) must not cut the cleanup short.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise RunTerminated("terminated by SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
 @dataclasses.dataclass
 class Split:
     """One data split read and featurized: its examples, features and file."""
@@ -65,7 +106,9 @@ class Finetuning:
     data files (read and featurized: a malformed row is a `DataError` naming file and
     line), the checkpoint and its vocab (sizes must agree), `max_seq_length` against the
     model's positions, and `output_dir` (writable, and not holding another run unless
-    `overwrite`). `run()` trains and writes `output_dir`.
+    `overwrite`; the temporaries an earlier, killed run of it left are removed first).
+    `run()` trains and writes `output_dir`; SIGTERM during `run()` raises
+    `RunTerminated` once the run's temporaries are removed.
 
     Args:
         task: a task name (`keras_bert.tasks.registry.TASK_NAMES`) or a `Task`.
@@ -104,11 +147,16 @@ class Finetuning:
         self.overwrite = overwrite
         self.progress = progress
         options.check_task(self.task)
+        remove_leftovers(self.output_dir)
         check_output_dir(self.output_dir, overwrite)
         self.checkpoint, self.preset = checkpoint, preset
         self.config, self.vocab_file, self.lower_case = model_source(
             checkpoint, preset, vocab_file, lower_case)
         self.options = options = options.resolve(self.task, self.config)
+        note = bfloat16_cpu_note(options.precision, accelerated=bool(
+            tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU")))
+        if note:
+            logger.warning(note)
         self.learning_rate = options.peak_learning_rate(self.task)
         self.tokenizer = BertTokenizer(self.vocab_file, lower_case=self.lower_case)
         self.settings = options.feature_settings()
@@ -192,13 +240,15 @@ class Finetuning:
         main metric, and writes `output_dir`, with TensorBoard logs of every restart in
         `logs/` (train/ and validation/: the training loss and the dev metrics per
         epoch). `callbacks` are further Keras callbacks for `fit`. Returns the metrics
-        written to metrics.json."""
+        written to metrics.json. SIGTERM (in the main thread) raises `RunTerminated`
+        after the run's temporaries are removed, as Ctrl-C raises `KeyboardInterrupt`."""
         # The logs are written beside the run until it is complete, then moved in.
-        logs = io.temporary_path(self.output_dir + "_logs")
-        try:
-            return self._run(callbacks, logs)
-        finally:
-            shutil.rmtree(logs, ignore_errors=True)
+        logs = temporary_logs(self.output_dir)
+        with _sigterm_raises():
+            try:
+                return self._run(callbacks, logs)
+            finally:
+                shutil.rmtree(logs, ignore_errors=True)
 
     def _run(self, callbacks, logs: str) -> dict:
         started = time.monotonic()
