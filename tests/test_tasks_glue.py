@@ -137,6 +137,16 @@ def test_data_errors(tmp_path):
                  "sentence2\tscore\n0\tg\tf\ty\to\ts\ts\ta\tb\thigh\n")
     with pytest.raises(DataError, match=r":2: score 'high' is not a number"):
         stsb.read_examples(_write(tmp_path, "score.tsv", bad_score))
+    # STS-B scores are 0 to 5: one outside (or NaN) is refused, naming its line.
+    header_stsb = bad_score.splitlines(keepends=True)[0]
+    for bad in ("5.5", "-0.1", "nan", "inf"):
+        rows = f"0\tg\tf\ty\to\ts\ts\ta\tb\t4.0\n1\tg\tf\ty\to\ts\ts\ta\tb\t{bad}\n"
+        with pytest.raises(DataError, match=rf":3: score '{bad}' is outside GLUE stsb's "
+                                            r"range 0 to 5"):
+            stsb.read_examples(_write(tmp_path, "range.tsv", header_stsb + rows))
+    rows = "0\tg\tf\ty\to\ts\ts\ta\tb\t0\n1\tg\tf\ty\to\ts\ts\ta\tb\t5.000\n"
+    assert [e.label for e in stsb.read_examples(
+        _write(tmp_path, "ends.tsv", header_stsb + rows))] == [0.0, 5.0]
     cola = GLUE_TASKS["cola"]
     with pytest.raises(DataError, match=r"cola\.tsv:2: has 3 tab-separated columns"):
         cola.read_examples(_write(tmp_path, "cola.tsv", "s\t1\t\tGood.\ns\t1\tBad.\n"))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import os
 from collections.abc import Sequence
 
@@ -73,6 +74,8 @@ class GlueTask(Task):
         dev_splits: the evaluation splits.
         test_splits: the unlabelled test splits.
         submission_names: the GLUE submission file name for each test split.
+        score_range: regression: the (lowest, highest) score a label may hold (STS-B:
+            0 to 5); a file with a score outside it is refused before training.
 
     Example:
 
@@ -87,8 +90,10 @@ class GlueTask(Task):
                  text_columns: Sequence[str], label_column: str,
                  headerless_columns: Sequence[str] | None = None,
                  dev_splits: Sequence[str] = ("dev",), test_splits: Sequence[str] = ("test",),
-                 submission_names: Sequence[str] | None = None):
+                 submission_names: Sequence[str] | None = None,
+                 score_range: tuple[float, float] | None = None):
         self.name = name
+        self.score_range = score_range
         self.directory = directory
         self.labels = None if labels is None else tuple(labels)
         self.text_columns = tuple(text_columns)
@@ -208,10 +213,15 @@ class GlueTask(Task):
     def _parse_label(self, raw: str, path: str, line: int):
         if self.labels is None:
             try:
-                return float(raw)
+                score = float(raw)
             except ValueError:
                 raise DataError(f"score {raw!r} is not a number.", path=path,
                                 line=line) from None
+            low, high = self.score_range or (-math.inf, math.inf)
+            if not low <= score <= high:  # NaN fails too
+                raise DataError(f"score {raw!r} is outside GLUE {self.name}'s range "
+                                f"{low:g} to {high:g}.", path=path, line=line)
+            return score
         if raw not in self.labels:
             raise DataError(f"label {raw!r} is not one of GLUE {self.name}'s labels "
                             f"{list(self.labels)}.", path=path, line=line)
@@ -359,7 +369,8 @@ GLUE_TASKS: dict[str, GlueTask] = {task.name: task for task in (
              headerless_columns=("source", "label", "original_mark", "sentence")),
     GlueTask("sst2", "SST-2", _BINARY, ("sentence",), "label"),
     GlueTask("mrpc", "MRPC", _BINARY, ("#1 String", "#2 String"), "Quality"),
-    GlueTask("stsb", "STS-B", None, ("sentence1", "sentence2"), "score"),
+    GlueTask("stsb", "STS-B", None, ("sentence1", "sentence2"), "score",
+             score_range=(0.0, 5.0)),
     GlueTask("qqp", "QQP", _BINARY, ("question1", "question2"), "is_duplicate"),
     GlueTask("mnli", "MNLI", ("contradiction", "entailment", "neutral"),
              ("sentence1", "sentence2"), "gold_label",
