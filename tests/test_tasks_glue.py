@@ -8,7 +8,7 @@ from conftest import REPO, SHARED_DATA
 from keras_bert import BertConfig, BertEncoder, BertTokenizer
 from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
 from keras_bert.models import BertClassifier
-from keras_bert.tasks.base import FeatureSettings, feature_dataset
+from keras_bert.tasks.base import FeatureSettings, feature_dataset, truncation_report
 from keras_bert.tasks.glue import GLUE_TASKS, GlueTask
 
 DATA = os.path.join(REPO, "tests", "data", "tasks", "glue")
@@ -156,6 +156,24 @@ def test_data_errors(tmp_path):
         rte.read_examples(str(path))
     with pytest.raises(InputNotFoundError):
         rte.read_examples(str(tmp_path / "missing.tsv"))
+
+
+def test_truncated_examples_are_counted_and_reported(tokenizer):
+    mnli = GLUE_TASKS["mnli"]
+    examples = mnli.read_examples(mnli.split_path(DATA, "train"))
+    for seq in (8, 16, 128):
+        features = mnli.features(examples, tokenizer, FeatureSettings(max_seq_length=seq))
+        full = [len(tokenizer.tokenize(e.text_a).numpy()) + len(
+            tokenizer.tokenize(e.text_b).numpy()) + 3 for e in examples]
+        expected = [max(0, n - seq) for n in full]
+        assert features.extra["truncated_tokens"].tolist() == expected
+        message, large = truncation_report(features, seq)
+        cut = sum(1 for n in expected if n)
+        if cut:
+            assert message.startswith(f"{cut} of {len(examples)} examples") and large
+            assert "raise --max_seq_length" in message
+        else:
+            assert message == f"no example was cut to max_seq_length {seq}" and not large
 
 
 def test_pair_features(tokenizer):

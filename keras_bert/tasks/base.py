@@ -67,6 +67,40 @@ class Features:
         return len(self.lengths)
 
 
+# `Features.extra` key: per example, the word pieces truncation cut off (GLUE, SWAG).
+TRUNCATED_TOKENS = "truncated_tokens"
+# Above this share of truncated examples, `truncation_report` calls for attention.
+LARGE_TRUNCATED_SHARE = 0.05
+
+
+def truncation_report(features: Features, max_seq_length: int) -> tuple[str, bool] | None:
+    """(one line on how many examples truncation cut and by how much, whether that is a
+    large share: over 5%) for features that count it (`TRUNCATED_TOKENS`), else None.
+
+    Example:
+
+    >>> f = Features(inputs={}, labels=None, lengths=np.array([4, 4, 3, 2]),
+    ...              example_index=np.arange(4),
+    ...              extra={TRUNCATED_TOKENS: np.array([0, 6, 0, 2])})
+    >>> truncation_report(f, 4)
+    ('2 of 4 examples (50.0%) were cut to max_seq_length 4, losing 4.0 word pieces on average (at most 6); raise --max_seq_length to keep more of them', True)
+    """
+    dropped = features.extra.get(TRUNCATED_TOKENS)
+    if dropped is None or not len(dropped):
+        return None
+    cut = np.asarray(dropped)[np.asarray(dropped) > 0]
+    if not len(cut):
+        return f"no example was cut to max_seq_length {max_seq_length}", False
+    share = len(cut) / len(dropped)
+    message = (f"{len(cut)} of {len(dropped)} examples ({share:.1%}) were cut to "
+               f"max_seq_length {max_seq_length}, losing {cut.mean():.1f} word pieces on "
+               f"average (at most {int(cut.max())})")
+    large = share > LARGE_TRUNCATED_SHARE
+    if large:
+        message += "; raise --max_seq_length to keep more of them"
+    return message, large
+
+
 class Task(abc.ABC):
     """One fine-tuning task (e.g. `sst2`, `squad2`, `ner`).
 

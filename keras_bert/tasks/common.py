@@ -60,8 +60,8 @@ def read_text(path: str) -> str:
                         line=data.count(b"\n", 0, e.start) + 1) from None
 
 
-def encode_text_segments(tokenizer, segments: Sequence[Sequence[str]], seq_length: int
-                         ) -> dict[str, np.ndarray]:
+def encode_text_segments(tokenizer, segments: Sequence[Sequence[str]], seq_length: int,
+                         dropped: list | None = None) -> dict[str, np.ndarray]:
     """Tokenizes one or two lists of texts in batches of TF ops and packs each example
     as `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` (google-research/bert's longest-first
     truncation), padded to `seq_length`.
@@ -70,6 +70,8 @@ def encode_text_segments(tokenizer, segments: Sequence[Sequence[str]], seq_lengt
         tokenizer: a `BertTokenizer`.
         segments: one or two equally long lists of strings.
         seq_length: tokens per sequence, special tokens included.
+        dropped: a list that receives, per example, how many word pieces truncation
+            cut off (0 for an example that fits).
 
     Returns:
         `INPUT_NAMES` -> int32 arrays [n, seq_length].
@@ -92,6 +94,9 @@ def encode_text_segments(tokenizer, segments: Sequence[Sequence[str]], seq_lengt
         packed = pack_inputs(ids, seq_length, cls_id=tokenizer.cls_id,
                              sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id)
         parts.append({k: v.numpy() for k, v in packed.items()})
+        if dropped is not None:
+            full = sum(t.row_lengths().numpy() for t in ids) + 1 + len(ids)  # [CLS], [SEP]s
+            dropped.extend((full - parts[-1]["input_mask"].sum(axis=1)).tolist())
     if not parts:
         return {k: np.zeros((0, seq_length), np.int32) for k in INPUT_NAMES}
     return {k: np.concatenate([p[k] for p in parts]) for k in INPUT_NAMES}

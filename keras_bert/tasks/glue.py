@@ -34,7 +34,7 @@ from keras_bert import io
 from keras_bert.errors import ArgumentError, DataError, MismatchError
 from keras_bert.metrics import GLUE_METRIC_NAMES, glue_metrics
 from keras_bert.models import BertClassifier
-from keras_bert.tasks.base import Features, FeatureSettings, Task
+from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import as_numpy_outputs, encode_text_segments, read_lines
 from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
 
@@ -237,10 +237,12 @@ class GlueTask(Task):
         segments = [[e.text_a for e in examples]]
         if len(self.text_columns) > 1:
             segments.append([e.text_b or "" for e in examples])
-        inputs = encode_text_segments(tokenizer, segments, settings.max_seq_length)
+        dropped = []
+        inputs = encode_text_segments(tokenizer, segments, settings.max_seq_length, dropped)
         return Features(inputs=inputs, labels=self.label_array(examples),
                         lengths=inputs["input_mask"].sum(axis=1).astype(np.int32),
-                        example_index=np.arange(len(examples), dtype=np.int64))
+                        example_index=np.arange(len(examples), dtype=np.int64),
+                        extra={TRUNCATED_TOKENS: np.asarray(dropped, np.int32)})
 
     def label_array(self, examples: Sequence[GlueExample]) -> np.ndarray | None:
         """The examples' labels as training targets (None when unlabelled)."""

@@ -24,7 +24,7 @@ from keras_bert import io
 from keras_bert.errors import ArgumentError, DataError
 from keras_bert.metrics import accuracy
 from keras_bert.models import BertMultipleChoice
-from keras_bert.tasks.base import Features, FeatureSettings, Task
+from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import as_numpy_outputs, encode_text_segments, read_text
 
 NUM_CHOICES = 4
@@ -149,7 +149,9 @@ class SwagTask(Task):
             raise ArgumentError(f"Every SWAG example needs {NUM_CHOICES} endings.")
         contexts = [e.context for e in examples for _ in range(NUM_CHOICES)]
         choices = [c for e in examples for c in e.choices()]
-        flat = encode_text_segments(tokenizer, [contexts, choices], settings.max_seq_length)
+        dropped = []
+        flat = encode_text_segments(tokenizer, [contexts, choices], settings.max_seq_length,
+                                    dropped)
         inputs = {k: v.reshape(len(examples), NUM_CHOICES, -1) for k, v in flat.items()}
         has_label = [e.label is not None for e in examples]
         if any(has_label) and not all(has_label):
@@ -157,7 +159,9 @@ class SwagTask(Task):
         labels = np.array([e.label for e in examples], np.int32) if all(has_label) else None
         return Features(inputs=inputs, labels=labels,
                         lengths=inputs["input_mask"].sum(axis=-1).max(axis=-1).astype(np.int32),
-                        example_index=np.arange(len(examples), dtype=np.int64))
+                        example_index=np.arange(len(examples), dtype=np.int64),
+                        extra={TRUNCATED_TOKENS: np.asarray(dropped, np.int32).reshape(
+                            len(examples), NUM_CHOICES).max(axis=1)})
 
     def build_model(self, encoder, **kwargs):
         """`BertMultipleChoice(encoder, num_choices=4)`; `kwargs` go to it."""
