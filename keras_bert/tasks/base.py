@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import logging
 from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
 
 from keras_bert.errors import ArgumentError
+
+logger = logging.getLogger("keras_bert")
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -100,6 +103,14 @@ def truncation_report(features: Features, max_seq_length: int) -> tuple[str, boo
         message += "; raise --max_seq_length to keep more of them"
     return message, large
 
+
+def log_truncation(features: Features, max_seq_length: int, where: str) -> None:
+    """Logs `truncation_report` for the split `where` (a file name or split label):
+    a warning when a large share was cut, else an info line."""
+    report = truncation_report(features, max_seq_length)
+    if report is not None:
+        message, large = report
+        (logger.warning if large else logger.info)("%s: %s", where, message)
 
 class Task(abc.ABC):
     """One fine-tuning task (e.g. `sst2`, `squad2`, `ner`).
