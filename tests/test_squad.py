@@ -443,3 +443,35 @@ def test_end_to_end_tiny_model(tokenizer, tmp_path):
                                for n in entries)
         assert sum(n["probability"] for n in entries) == pytest.approx(1.0)
         assert isinstance(odds[qid], float)
+
+
+@pytest.mark.parametrize("version_2", [False, True])
+def test_empty_passage_or_question_gets_no_answer_and_a_warning(tmp_path, tokenizer, caplog,
+                                                                version_2):
+    path = str(tmp_path / "dev.json")
+    paragraphs = [{"context": "the cafe opened in 1999 .",
+                   "qas": [{"id": "ok", "question": "when did the cafe open ?"},
+                           {"id": "no_question", "question": "  "}]},
+                  {"context": " \t", "qas": [{"id": "no_passage",
+                                              "question": "when did the cafe open ?"}]}]
+    with open(path, "w") as f:
+        json.dump({"version": "2.0", "data": [{"title": "t", "paragraphs": paragraphs}]}, f)
+    task = SQUAD_TASKS["squad2" if version_2 else "squad1"]()
+    with caplog.at_level(logging.WARNING, logger="keras_bert"):
+        examples = task.read_examples(path, labelled=False)
+    warned = [r.getMessage() for r in caplog.records if "get no answer" in r.getMessage()]
+    assert len(warned) == 1 and "2 question(s)" in warned[0]
+    assert "no_question" in warned[0] and "no_passage" in warned[0] and "ok" not in warned[0]
+    settings = FeatureSettings(max_seq_length=24, max_query_length=8, doc_stride=8)
+    features = task.features(examples, tokenizer, settings)
+    # Logits that make every position a confident span start and end.
+    n, seq = features.inputs["input_word_ids"].shape
+    logits = np.tile(np.linspace(5.0, 1.0, seq), (n, 1))
+    predictions = task.decode(examples, features, {"start_logits": logits,
+                                                   "end_logits": logits}, settings)
+    by_id = {p.qid: p for p in predictions}
+    assert by_id["ok"].best_text != ""  # a real question still gets a span
+    for qid in ("no_question", "no_passage"):
+        assert by_id[qid].text == "" and by_id[qid].best_text == ""
+        assert [e.text for e in by_id[qid].nbest] == [""]
+        assert by_id[qid].null_odds == (float("inf") if version_2 else None)

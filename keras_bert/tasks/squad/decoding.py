@@ -197,6 +197,11 @@ def decode_squad(examples: Sequence[SquadExample], features: Features, outputs,
     max_context = extra["token_is_max_context"]
     predictions = []
     for example, feature_ids in zip(examples, by_example):
+        if not example.answerable_text:  # named in a warning when read
+            predictions.append(SquadPrediction(
+                example.qid, "", "", math.inf if version_2 else None,
+                (NbestEntry("", 1.0, 0.0, 0.0),)))
+            continue
         prelim = []  # (score, feature, start, end, start_logit, end_logit)
         null = None  # (score, feature, start_logit, end_logit) of the smallest [CLS] score
         for f in feature_ids:

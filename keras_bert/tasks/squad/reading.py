@@ -63,6 +63,12 @@ class SquadExample:
         return self.answer_start + len(self.answer_text)
 
     @property
+    def answerable_text(self) -> bool:
+        """Whether the question and the passage both hold text: a question about an
+        empty passage, or an empty question, gets no answer (never a span)."""
+        return bool(self.question.strip()) and bool(self.context.strip())
+
+    @property
     def has_target(self) -> bool:
         """Whether the example has a training target (a span, or "no answer")."""
         return self.is_impossible or self.answer_start is not None
@@ -181,6 +187,12 @@ def read_squad(path: str, labelled: bool = True, version_2: bool = True
                 examples.append(labelled_example(qa, qid, question, context, where_q,
                                                  path, version_2, stats))
     stats.examples = len(examples)
+    blank = [e.qid for e in examples if not e.answerable_text]
+    if blank:
+        shown = ", ".join(blank[:10]) + (f" and {len(blank) - 10} more" if len(blank) > 10
+                                         else "")
+        logger.warning("%s: %d question(s) have an empty passage or an empty question and "
+                       "get no answer: %s.", path, len(blank), shown)
     if stats.mismatched_answers:
         logger.warning(
             "%s: %d answer(s) of %d question(s) do not match their context at "
