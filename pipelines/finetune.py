@@ -19,6 +19,11 @@ share one trace; training batches group similar lengths (--group_by_length=false
 turns that off), dev batches run shortest first. metrics.json reports the traces and
 the seconds they took (trace_seconds).
 
+Interruptions: SIGTERM (a preemption notice) stops the run as Ctrl-C does, removes its
+temporary files and exits 143 (Ctrl-C: 130), leaving nothing beside --output_dir.
+Fine-tuning does not resume mid-run: the same command run again starts the run over,
+and first removes what a killed run (kill -9) left.
+
 Example:
 
     keras-bert finetune --task mrpc --data_dir glue/MRPC \\
@@ -29,10 +34,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
+from keras_bert.errors import OutputError
 from keras_bert.pipelines.finetune_flags import add_eval_batch_size, require_task_data
 from keras_bert.pipelines.flags import (
+    EXIT_INTERRUPTED,
+    SIGNAL_EXIT_CODES,
     add_boolean,
+    emit,
     json_progress_callback,
     library_logging,
     nonnegative_float,
@@ -114,18 +124,37 @@ def run(args: argparse.Namespace) -> int:
     require_task_data(args)
     options = options_from_args(FinetuneOptions, args)
     with library_logging():
-        finetuning = Finetuning(
-            args.task, args.data_dir, args.output_dir, checkpoint=args.checkpoint,
-            preset=args.preset, options=options, vocab_file=args.vocab_file,
-            lower_case=args.do_lower_case, overwrite=args.overwrite, progress=args.progress,
-            tfds=args.tfds, tfds_data_dir=args.tfds_data_dir)
+        try:
+            finetuning = Finetuning(
+                args.task, args.data_dir, args.output_dir, checkpoint=args.checkpoint,
+                preset=args.preset, options=options, vocab_file=args.vocab_file,
+                lower_case=args.do_lower_case, overwrite=args.overwrite,
+                progress=args.progress, tfds=args.tfds, tfds_data_dir=args.tfds_data_dir)
+        except OutputError as e:  # the library speaks of its arguments; this of its flags
+            raise type(e)(str(e).replace("overwrite=True", "--overwrite")
+                          .replace("output_dir ", "--output_dir ", 1)) from None
         # --json: a progress event per epoch (with the dev metrics as val_*).
         progress = json_progress_callback(
             "finetune", round(finetuning.steps_per_epoch() * options.num_train_epochs),
             every=50)
-        metrics = finetuning.run(callbacks=[progress] if progress else [])
+        try:
+            metrics = finetuning.run(callbacks=[progress] if progress else [])
+        except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (RunTerminated)
+            return _stopped(getattr(e, "signal_name", "SIGINT"), args.output_dir)
     shown = metrics_summary(finetuning.task, metrics)
     print(f"{args.task} dev: {shown} (seed {metrics['seed']}, {metrics['train_seconds']:.0f} s)")
     print(f"Model and predictions: {os.path.abspath(args.output_dir)}")
     return 0
 
+
+def _stopped(signal_name: str, output_dir: str) -> int:
+    """Reports a run stopped by a signal (its temporaries already removed) and returns
+    the exit code."""
+    what = "terminated by SIGTERM" if signal_name == "SIGTERM" else "interrupted"
+    message = (f"{what}; its temporary files are removed and --output_dir "
+               f"{os.path.abspath(output_dir)!r} is as it was. Fine-tuning does not resume "
+               "mid-run: run the same command again to start it over.")
+    code = SIGNAL_EXIT_CODES.get(signal_name, EXIT_INTERRUPTED)
+    print(f"\nkeras-bert finetune: {message}", file=sys.stderr)
+    emit("error", exit_code=code, message=message)
+    return code

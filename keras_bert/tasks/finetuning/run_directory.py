@@ -1,11 +1,13 @@
 """The run directory `Finetuning.run` writes and `load_finetuned` reads back: its file
-names, the check that an output directory may receive a run, and `FinetunedModel`, the
-loaded run that `keras-bert evaluate`, `predict`, `export` and `attention` start from.
+names, the check that an output directory may receive a run, the clearing of what a
+killed run left beside it, and `FinetunedModel`, the loaded run that `keras-bert
+evaluate`, `predict`, `export` and `attention` start from.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 
 import keras
@@ -20,6 +22,43 @@ from keras_bert.tokenization import BertTokenizer
 MODEL_FILE = "model.keras"
 CONFIG_FILE = "finetune_config.json"
 METRICS_FILE = "metrics.json"
+# The TensorBoard logs are written beside the output directory, under a hidden temporary
+# name of "<output_dir>_logs", and copied in when the run is complete.
+LOGS_SUFFIX = "_logs"
+
+logger = logging.getLogger("keras_bert")
+
+
+def temporary_logs(output_dir: str) -> str:
+    """A fresh hidden directory name beside `output_dir` for the run's logs."""
+    return io.temporary_path(output_dir + LOGS_SUFFIX)
+
+
+def remove_leftovers(output_dir: str) -> list[str]:
+    """Clears what an earlier run of `output_dir` left when it was killed (kill -9, a
+    lost machine: no cleanup ran): the hidden temporaries beside it of the run directory,
+    its logs and a replaced run moved aside. A replaced run found moved aside while
+    `output_dir` is missing (killed in the middle of `overwrite`'s two renames) is put
+    back first. Returns the removed paths. Fine-tuning does not resume mid-run: a rerun
+    starts clean."""
+    parent, name = os.path.split(os.path.abspath(output_dir))
+    if not os.path.isdir(parent):
+        return []
+    # io.atomic_directory moves a replaced directory aside as ".<name>.old.tmp-*/previous".
+    aside = name + ".old"
+    if not os.path.exists(output_dir):
+        for entry in sorted(os.listdir(parent)):
+            previous = os.path.join(parent, entry, "previous")
+            if io.temporary_target(entry) == aside and os.path.isdir(previous):
+                os.replace(previous, output_dir)
+                logger.warning("Restored %s, the run an interrupted overwrite had moved "
+                               "aside.", output_dir)
+                break
+    owned = {name, name + LOGS_SUFFIX, aside}
+    removed = io.remove_stale_temporaries(parent, owned=lambda target: target in owned)
+    for path in removed:
+        logger.info("Removed %s, left by an interrupted run.", path)
+    return removed
 
 
 def check_output_dir(output_dir: str, overwrite: bool) -> None:
@@ -30,7 +69,8 @@ def check_output_dir(output_dir: str, overwrite: bool) -> None:
         what = "another fine-tuning run" if os.path.isfile(
             os.path.join(output_dir, CONFIG_FILE)) else "files"
         raise OutputError(f"output_dir {output_dir!r} already holds {what}; choose a new "
-                          "directory or overwrite it.")
+                          "directory, or pass overwrite=True to replace it once the new run "
+                          "is complete.")
 
 
 @dataclasses.dataclass
