@@ -276,7 +276,8 @@ def atomic_directory(directory: str | os.PathLike, write: Callable[[str], None],
 
     A non-empty `directory` is an `OutputError` unless `overwrite=True`, which replaces
     it only once the new content is complete (the old one is restored if `write`
-    fails). Local paths only.
+    fails). The directory gets the mode `os.makedirs` would give it (the umask's), so
+    other users can read it where the umask lets them. Local paths only.
 
     Example:
 
@@ -293,7 +294,7 @@ def atomic_directory(directory: str | os.PathLike, write: Callable[[str], None],
         raise OutputExistsError(f"{directory!r} exists and is not empty; choose a new "
                                 "directory, remove it first, or overwrite it.")
     name = os.path.basename(directory)
-    tmp = tempfile.mkdtemp(prefix=f".{name}{_TEMPORARY_MARK}", dir=parent)
+    tmp = _new_temporary_directory(directory)
     old = None
     try:
         write(tmp)
@@ -314,6 +315,20 @@ def atomic_directory(directory: str | os.PathLike, write: Callable[[str], None],
     finally:
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _new_temporary_directory(directory: str) -> str:
+    """Creates and returns a fresh hidden directory beside `directory` (its
+    `temporary_path`) with the mode `os.makedirs` gives under the current umask."""
+    # Not tempfile.mkdtemp: its 0700 would survive the rename into place, and a model
+    # server running as another user could not read the run or export directory.
+    while True:
+        path = temporary_path(directory)
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:  # a name taken already (unlikely): draw another
+            continue
 
 
 def check_writable(path: str | os.PathLike, kind: str = "file", what: str | None = None

@@ -34,6 +34,7 @@ import sys
 from keras_bert.errors import ArgumentError, InputNotFoundError
 from keras_bert.pipelines.flags import (
     add_boolean,
+    check_max_seq_length,
     positive_int,
     require_file,
     require_output_directory,
@@ -65,9 +66,7 @@ def _check_text(args) -> None:
     for name, value in (("text", args.text), ("--pair", args.pair)):
         if value is not None and not value.strip():
             raise ArgumentError(f"the {name} is empty; give some words", field=name)
-    if args.max_seq_length is not None and args.max_seq_length < 3:
-        raise ArgumentError("--max_seq_length must be at least 3 ([CLS] text [SEP] (pair "
-                            "[SEP]))", field="max_seq_length")
+    check_max_seq_length(args)
 
 
 def _finetuned_encoder(path):

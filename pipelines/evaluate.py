@@ -44,8 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from keras_bert import io
+    from keras_bert.checkpoints.native import check_keras_archive
     from keras_bert.tasks.finetuning import (
         METRICS_FILE,
+        MODEL_FILE,
         TaskSource,
         dev_metrics,
         load_finetuned,
@@ -55,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     )
 
     require_directory(args.model, "--model")
+    # Before Keras reads it: a truncated model.keras is "File not found" to Keras.
+    check_keras_archive(os.path.join(args.model, MODEL_FILE))
     require_task_data(args)
     if args.output_dir:
         require_output_directory(args.output_dir, "--output_dir")
@@ -64,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
         source = TaskSource(task, args.data_dir, args.tfds, args.tfds_data_dir)
         splits = []
         for split in task.dev_splits:
-            _, examples = source.read(split)
-            splits.append((split, examples, finetuned.featurize(examples)))
+            where, examples = source.read(split)
+            splits.append((split, examples, finetuned.featurize(examples, where)))
         results = {split: score_split(task, finetuned.model, examples, features,
                                       finetuned.settings, args.eval_batch_size,
                                       progress=args.progress)

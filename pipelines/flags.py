@@ -17,9 +17,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import difflib
 import json
 import logging
 import os
+import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -27,7 +30,7 @@ import traceback
 import warnings
 from collections.abc import Callable
 
-from keras_bert.errors import InputNotFoundError, OutputError, UserInputError
+from keras_bert.errors import ArgumentError, InputNotFoundError, OutputError, UserInputError
 from keras_bert.io import check_writable, is_remote
 
 EXIT_OK = 0
@@ -41,23 +44,106 @@ EXIT_TERMINATED = 143
 SIGNAL_EXIT_CODES = {"SIGTERM": EXIT_TERMINATED, "SIGINT": EXIT_INTERRUPTED}
 
 
+# Whatever starts like a number is a value for the flag's type to check (argparse before
+# Python 3.13 takes "-2e-5" for a flag: "expected one argument"). Then what starts a flag.
+_NUMBER_LIKE, _FLAG_NAME = re.compile(r"^-\.?\d"), re.compile(r"^--?[A-Za-z][\w-]*$")
+
+# Flags of google-research/bert's scripts and of other commands -> this command's (the first
+# it has); spelling alone would offer --eval_batch_size for finetune's --batch_size.
+FLAG_ALIASES = {
+    "--batch_size": "--train_batch_size --eval_batch_size", "--lr": "--learning_rate",
+    "--epochs": "--num_train_epochs", "--num_epochs": "--num_train_epochs",
+    "--max_length": "--max_seq_length", "--seq_length": "--max_seq_length",
+    "--task_name": "--task", "--bert_config_file": "--config", "--vocab": "--vocab_file",
+    "--init_checkpoint": "--checkpoint --model", "--checkpoint": "--init_checkpoint --model",
+    "--train_steps": "--num_train_steps", "--warmup_steps": "--num_warmup_steps"}
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line on stderr (exit 2) that points to --help,
-    and `@FILE` arguments read more arguments from FILE (one a line, argparse's
-    `fromfile_prefix_chars`), for flags too long for a command line."""
+    """argparse, but a usage error is one line on stderr (exit 2) that points to --help
+    and names the flag meant by a misspelt or foreign one; numbers are values
+    (`--learning_rate -2e-5`); `@FILE` reads more arguments from FILE (see
+    `convert_arg_line_to_args`), for flags too long for a command line."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("fromfile_prefix_chars", "@")
         super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NUMBER_LIKE
+
+    def convert_arg_line_to_args(self, arg_line):
+        """The arguments of one @FILE line: none for a blank line or a `#` comment;
+        `--flag value` split as a shell would (quote a value with spaces); `--flag=value`
+        (its quotes removed) and any other line as one argument."""
+        text = arg_line.strip()
+        if not text or text.startswith("#"):
+            return []
+        first, *rest = text.split(None, 1)
+        if not _FLAG_NAME.match(first.split("=", 1)[0]):
+            return [text]  # as argparse takes a line: the whole of it, one argument
+        if "=" not in first:
+            return [first, *shlex.split(rest[0] if rest else "")]
+        flag, _, value = text.partition("=")
+        words = shlex.split(value) if value[:1] in ("'", '"') else [value]
+        if len(words) != 1:
+            raise ValueError(f"{flag}= takes one value, got {len(words)}")
+        return [f"{flag}={words[0]}"]
 
     def _read_args_from_files(self, arg_strings):
-        try:
-            return super()._read_args_from_files(arg_strings)
-        except OSError as e:  # argparse's own message is "[Errno 2] ..." without context
-            self.error(f"cannot read the arguments file {e.filename!r}: "
-                       f"{e.strerror or e}")
+        expanded = []
+        for arg in arg_strings:
+            if not arg or arg[0] not in self.fromfile_prefix_chars:
+                expanded.append(arg)
+                continue
+            path = arg[1:]
+            try:
+                with open(path, encoding="utf-8") as f:
+                    lines = f.read().splitlines()
+            except (OSError, UnicodeDecodeError) as e:
+                self.error(f"cannot read the arguments file {path!r}: "
+                           f"{getattr(e, 'strerror', None) or e}")
+            for number, line in enumerate(lines, 1):
+                try:
+                    words = self.convert_arg_line_to_args(line)
+                except ValueError as e:  # shlex: "No closing quotation", ...
+                    self.error(f"arguments file {path}:{number}: {e}: {line.strip()!r}; "
+                               "quote a value with spaces whole, as in a shell")
+                expanded += self._read_args_from_files(words)
+        return expanded
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and not hasattr(namespace, "_unrecognized_by"):
+            # The innermost parser left them (the top-level one knows no command's flags).
+            namespace._unrecognized_by = self
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            getattr(namespace, "_unrecognized_by", self).error(
+                f"unrecognized arguments: {' '.join(extras)}")
+        return namespace
+
+    def suggestions(self, given: list[str]) -> list[str]:
+        """"use --X instead of --Y" for each flag Y in `given` this parser lacks (X: see
+        `FLAG_ALIASES`, or a flag spelt alike)."""
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        hints = []
+        for arg in given:
+            name = arg.split("=", 1)[0]
+            if (not name.startswith("-") or name == "--" or _NUMBER_LIKE.match(name)
+                    or name in self._option_string_actions
+                    or (self.allow_abbrev and any(o.startswith(name) for o in known))):
+                continue
+            meant = [o for o in FLAG_ALIASES.get(name, "").split() if o in known]
+            meant = meant or difflib.get_close_matches(
+                "--" + name.lstrip("-").replace("-", "_"), known, n=1, cutoff=0.75)
+            hints += [f"use {flag} instead of {name}" for flag in meant[:1]]
+        return list(dict.fromkeys(hints))
 
     def error(self, message):
+        message = "; ".join([message, *self.suggestions(getattr(self, "_given", ()))])
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -124,6 +210,17 @@ nonnegative_int = _number(int, 0)
 positive_float = _number(float, 0, low_open=True)
 nonnegative_float = _number(float, 0)
 probability = _number(float, 0, 1)
+
+
+def check_max_seq_length(args: argparse.Namespace) -> None:
+    """The one check and wording of a too short --max_seq_length (every command's): room
+    for [CLS], a token and [SEP]; with --next_sentence_prediction, [CLS] A [SEP] B [SEP]."""
+    value = getattr(args, "max_seq_length", None)
+    minimum, parts = ((5, "[CLS] A [SEP] B [SEP]") if getattr(
+        args, "next_sentence_prediction", False) else (3, "[CLS], a token, [SEP]"))
+    if isinstance(value, int) and value < minimum:
+        raise ArgumentError(f"--max_seq_length must be at least {minimum} ({parts}), got "
+                            f"{value}", field="max_seq_length")
 
 
 def options_from_args(options_class: type, args: argparse.Namespace, **overrides):
@@ -334,8 +431,9 @@ _USER_MISTAKES = (UserInputError, FileNotFoundError, IsADirectoryError, NotADire
 def run_command(prog: str, run: Callable[[argparse.Namespace], int | None],
                 args: argparse.Namespace) -> int:
     """Runs a subcommand under the exit-code rule in this module's docstring, once its
-    outputs (`OUTPUT_FLAGS`) are known to be writable. Python warnings show as one line
-    each (`PROG: warning: ...`; with `--debug`, with their source line)."""
+    outputs (`OUTPUT_FLAGS`) are known writable and its --max_seq_length long enough.
+    Python warnings show as one line each (`PROG: warning: ...`; with `--debug`, with
+    their source line)."""
     debug = getattr(args, "debug", False)
     previous_format = warnings.formatwarning
     if not debug:
@@ -370,6 +468,7 @@ OUTPUT_FLAGS = {"output_dir": "directory", "output": "file", "output_file": "fil
 def _run(prog: str, run: Callable[[argparse.Namespace], int | None],
          args: argparse.Namespace) -> int:
     try:
+        check_max_seq_length(args)
         for dest, kind in OUTPUT_FLAGS.items():
             value = getattr(args, dest, None)
             if isinstance(value, str) and value:

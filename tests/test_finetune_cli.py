@@ -277,3 +277,20 @@ def test_training_traces_its_step_once_for_every_epoch_and_length(tmp_path, monk
     assert {k: v["traces"] for k, v in metrics["traces"].items()} == {
         "train_step": 1, "predict_step": 1}
     assert 0 < metrics["trace_seconds"] <= metrics["train_seconds"]
+
+
+def test_truncation_is_reported_and_a_large_share_warned(tmp_path, capsys):
+    # Pairs cut to a few tokens train silently wrong: every run says how many examples
+    # were cut, and warns when it is a large share.
+    _finetune("qnli", os.path.join(TASK_DATA, "glue", "QNLI"), tmp_path / "qnli",
+              "--max_seq_length", "8")
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "train.tsv: " in text and "were cut to max_seq_length 8" in text
+    assert "raise --max_seq_length" in text
+    code = main(["evaluate", "--model", str(tmp_path / "qnli"), "--task", "qnli", "--data_dir",
+                 os.path.join(TASK_DATA, "glue", "QNLI"), "--output_dir",
+                 str(tmp_path / "eval"), "--noprogress"])
+    assert code == 0
+    out = capsys.readouterr()
+    assert "were cut to max_seq_length 8" in out.out + out.err

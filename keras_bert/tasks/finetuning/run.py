@@ -3,7 +3,7 @@ weight trained end to end with `model.fit`, the dev split(s) scored with the off
 metrics after every epoch (`num_restarts` times, keeping the best on dev), and the run
 directory written all at once (a hidden temporary directory renamed into place).
 
-SIGTERM (a preemption notice) stops a run as Ctrl-C does: `RunTerminated`, a
+SIGTERM (a preemption notice) stops a run at the next step boundary: `RunTerminated`, a
 `KeyboardInterrupt`, is raised and the run's temporaries are removed, leaving nothing
 beside `output_dir`. Fine-tuning does not resume mid-run: a rerun starts clean, and
 first removes what a killed run (kill -9) left.
@@ -30,7 +30,7 @@ from keras_bert.checkpoints import load_encoder
 from keras_bert.encoder import BertEncoder
 from keras_bert.errors import DataError
 from keras_bert.precision import bfloat16_cpu_note
-from keras_bert.tasks.base import Features, Task, feature_dataset
+from keras_bert.tasks.base import Features, Task, feature_dataset, log_truncation
 from keras_bert.tasks.finetuning.inputs import TaskSource, model_source
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.finetuning.run_directory import (
@@ -68,19 +68,38 @@ class RunTerminated(KeyboardInterrupt):
     signal_name = "SIGTERM"
 
 
+class _Termination(keras.callbacks.Callback):
+    """Stops a run at the next step boundary once SIGTERM has arrived: the signal
+    handler only takes note, because an exception raised at once could surface inside
+    TensorFlow's C++ code (e.g. while it traces the train step) as an unrelated error.
+    A step, the dev scoring after an epoch and the final write finish first."""
+
+    def __init__(self):
+        super().__init__()
+        self.requested = threading.Event()
+
+    def check(self):
+        if self.requested.is_set():
+            raise RunTerminated("terminated by SIGTERM")
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.check()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.check()
+
+
 @contextlib.contextmanager
-def _sigterm_raises():
-    """Within the block, SIGTERM raises `RunTerminated` in the main thread; the previous
-    handler is put back afterwards. Outside the main thread no handler can be installed
-    and SIGTERM keeps its handler."""
+def _on_sigterm(termination: _Termination):
+    """Within the block, SIGTERM sets `termination.requested` in the main thread; the
+    previous handler is put back afterwards. Outside the main thread no handler can be
+    installed and SIGTERM keeps its handler."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def terminate(signum, frame):
-        # A second SIGTERM (schedulers repeat theirs) must not cut the cleanup short.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise RunTerminated("terminated by SIGTERM")
+        termination.requested.set()
 
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
@@ -166,6 +185,7 @@ class Finetuning:
         for split in (self.train, *self.dev):  # reported once every split has been read
             logger.info("%s: %d examples, %d sequences", split.path, len(split.examples),
                         len(split.features))
+            log_truncation(split.features, self.settings.max_seq_length, split.path)
 
     def _read_split(self, split: str, limit: int | None = None, training: bool = False
                     ) -> Split:
@@ -219,7 +239,7 @@ class Finetuning:
         # Keras's progress bar first, so that it ends its line before the epoch summary;
         # TensorBoard after the scorer, which adds the dev metrics to the epoch's logs.
         callbacks = ([keras.callbacks.ProgbarLogger()] if self.progress else []) + [
-            scorer, *callbacks]
+            scorer, *callbacks, self._termination]
         if log_dir:
             callbacks.append(keras.callbacks.TensorBoard(log_dir, write_graph=False,
                                                          profile_batch=0))
@@ -241,10 +261,12 @@ class Finetuning:
         `logs/` (train/ and validation/: the training loss and the dev metrics per
         epoch). `callbacks` are further Keras callbacks for `fit`. Returns the metrics
         written to metrics.json. SIGTERM (in the main thread) raises `RunTerminated`
-        after the run's temporaries are removed, as Ctrl-C raises `KeyboardInterrupt`."""
+        at the next step boundary, after the run's temporaries are removed, as Ctrl-C
+        raises `KeyboardInterrupt`."""
         # The logs are written beside the run until it is complete, then moved in.
         logs = temporary_logs(self.output_dir)
-        with _sigterm_raises():
+        self._termination = _Termination()
+        with _on_sigterm(self._termination):
             try:
                 return self._run(callbacks, logs)
             finally:
@@ -260,8 +282,10 @@ class Finetuning:
             seed = self.options.seed + restart
             log_dir = (logs if self.options.num_restarts == 1
                        else os.path.join(logs, f"restart_{restart + 1}"))
+            self._termination.check()
             model, results, restart_history = self._train_once(seed, restart, callbacks,
                                                                log_dir)
+            self._termination.check()
             history += restart_history
             score = results[self.dev[0].name]["metrics"][self.task.main_metric]
             if math.isnan(score):  # e.g. a correlation of constant predictions

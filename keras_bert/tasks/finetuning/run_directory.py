@@ -13,8 +13,9 @@ import os
 import keras
 
 from keras_bert import io
+from keras_bert.checkpoints.native import check_keras_archive
 from keras_bert.errors import InputNotFoundError, MismatchError, OutputError
-from keras_bert.tasks.base import Features, FeatureSettings, Task
+from keras_bert.tasks.base import Features, FeatureSettings, Task, log_truncation
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.registry import get_task
 from keras_bert.tokenization import BertTokenizer
@@ -85,8 +86,11 @@ class FinetunedModel:
     settings: FeatureSettings
     record: dict
 
-    def featurize(self, examples) -> Features:
-        return self.task.features(examples, self.tokenizer, self.settings)
+    def featurize(self, examples, where: str = "input") -> Features:
+        """The examples' features; how many truncation cut is logged (for `where`)."""
+        features = self.task.features(examples, self.tokenizer, self.settings)
+        log_truncation(features, self.settings.max_seq_length, where)
+        return features
 
 
 def load_finetuned(path: str, task: str | None = None) -> FinetunedModel:
@@ -108,6 +112,7 @@ def load_finetuned(path: str, task: str | None = None) -> FinetunedModel:
     saved = get_task(record["task"])
     saved.restore(record.get("task_config", {}))
     options = FinetuneOptions(**record["options"])
+    check_keras_archive(model_path)  # Keras says "File not found" of a truncated one
     model = keras.models.load_model(model_path, compile=False)
     tokenizer = BertTokenizer(os.path.join(path, "vocab.txt"), lower_case=record["lower_case"])
     return FinetunedModel(path, model, saved, tokenizer, options.feature_settings(), record)
