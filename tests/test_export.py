@@ -628,6 +628,7 @@ def loaded_classifier(exports):
     ("id_too_large", "vocabulary size"), ("id_negative", "input_word_ids must be >= 0"),
     ("type_id", "type_vocab_size"), ("mask_value", "only 0 and 1"),
     ("shape_mismatch", "shape of input_word_ids"), ("too_long", "positions"),
+    ("empty", "sequence length 0"), ("mask_all_zero", "row of 0s marks no token"),
 ])
 def test_serving_default_rejects_bad_ids(loaded_classifier, case, message):
     inputs = _random_ids()
@@ -642,6 +643,10 @@ def test_serving_default_rejects_bad_ids(loaded_classifier, case, message):
         inputs["input_mask"][0, 0] = 3
     elif case == "shape_mismatch":
         inputs["input_mask"] = inputs["input_mask"][:, :-1]
+    elif case == "empty":
+        inputs = {k: v[:, :0] for k, v in inputs.items()}
+    elif case == "mask_all_zero":
+        inputs["input_mask"][1] = 0
     else:
         inputs = {k: np.tile(v, (1, 6)) for k, v in inputs.items()}  # 66 > 64 positions
     fn = loaded_classifier.signatures["serving_default"]

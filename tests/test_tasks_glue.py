@@ -299,3 +299,18 @@ def test_end_to_end(tmp_path, tokenizer, name, dev_split):
     if not task.labels:
         assert [float(line.split("\t")[1]) for line in lines[1:]] == pytest.approx(
             predictions, abs=1e-4)
+
+
+def test_a_blank_line_keeps_the_rows_after_it_in_their_place(tmp_path, caplog):
+    # Rows are numbered by their place in the file, blank ones included, so predictions
+    # keyed by that number still match the input rows; the blank line is named.
+    import logging
+
+    cola = GLUE_TASKS["cola"]
+    path = _write(tmp_path, "in.tsv", "s\t1\t\tGood.\n\ns\t0\t*\tBad one.\ns\t1\t\tFine.\n\n")
+    with caplog.at_level(logging.WARNING, logger="keras_bert"):
+        examples = cola.read_examples(path, labelled=False)
+    assert [(e.guid, e.text_a) for e in examples] == [("0", "Good."), ("2", "Bad one."),
+                                                      ("3", "Fine.")]
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1 and "line(s) 2 are blank" in warned[0]

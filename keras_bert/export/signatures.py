@@ -11,6 +11,7 @@ call:
 * `serve_text`: raw UTF-8 strings `text` (and `text_pair` for pair tasks) [batch],
   tokenized in-graph exactly like `keras_bert.BertTokenizer` (tensorflow-text ops, no
   `py_function`), packed and truncated as in fine-tuning to `max_seq_length`.
+  Ids of sequence length 0 and rows whose `input_mask` is all 0 are rejected too.
   Sequence outputs are cut to the longest input of the batch.
 
 Outputs: encoder `pooled_output` [batch, H], `sequence_output` [batch, seq, H],
@@ -114,6 +115,12 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
                 f"input_type_ids must be < type_vocab_size {self._type_vocab_size}")),
             tf.debugging.assert_equal(tf.reduce_all((mask == 0) | (mask == 1)), True,
                                       message="input_mask must hold only 0 and 1"),
+            tf.debugging.assert_positive(shape[1], message=(
+                "input_word_ids has sequence length 0; send at least [CLS] and [SEP]")),
+            # A row with no token to attend to has no defined output: refused.
+            tf.debugging.assert_equal(tf.reduce_all(tf.reduce_max(mask, axis=1) > 0), True,
+                                      message="every row of input_mask needs a 1 (its "
+                                              "[CLS] at least); a row of 0s marks no token"),
         ]
         with tf.control_dependencies(checks):
             return {name: tf.identity(inputs[name]) for name in INPUT_NAMES}

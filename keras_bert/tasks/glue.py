@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import math
 import os
 from collections.abc import Sequence
@@ -37,6 +38,8 @@ from keras_bert.models import BertClassifier
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import as_numpy_outputs, encode_text_segments, read_lines
 from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
+
+logger = logging.getLogger("keras_bert")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,10 +195,11 @@ class GlueTask(Task):
                             "read it with labelled=False for prediction.", path=path,
                             line=first[0])
         id_index = next((names.index(c) for c in ("index", "id") if c in names), None)
-        examples = []
-        for number, text in rows:
-            if not text:
-                continue  # a blank line holds no row
+        examples, blank = [], []
+        for row_number, (number, text) in enumerate(rows):
+            if not text:  # a blank line holds no row, but keeps its place in the numbering
+                blank.append(number)
+                continue
             row = text.split("\t")
             if len(row) != len(names):
                 raise DataError(f"has {len(row)} tab-separated columns, expected "
@@ -203,11 +207,17 @@ class GlueTask(Task):
                                 line=number)
             label = self._parse_label(row[label_index], path, number) if labelled else None
             texts = [row[i] for i in text_index]
-            guid = row[id_index] if id_index is not None else str(len(examples))
+            guid = row[id_index] if id_index is not None else str(row_number)
+            last_line = number
             examples.append(GlueExample(guid, texts[0], texts[1] if len(texts) > 1 else None,
                                         label))
         if not examples:
             raise DataError(f"has no examples (GLUE {self.name}).", path=path)
+        inside = [n for n in blank if n < last_line]  # trailing blank lines are no rows
+        if inside:
+            logger.warning("%s: line(s) %s are blank and get no prediction; every other "
+                           "row keeps its place (its row number, or its id column) in the "
+                           "predictions.", path, ", ".join(map(str, inside[:10])))
         return examples
 
     def _parse_label(self, raw: str, path: str, line: int):
