@@ -351,7 +351,7 @@ def test_clean_process_preprocessor_tokenize_equals_google(clean_results):
 def test_span_answer_is_the_best_span_of_the_passage(exports, clean_results):
     """`answer` from serve_text (SQuAD v1.1 model): the best-scoring span (start <= end,
     at most max_answer_length tokens, inside the passage) as passage text, "" when
-    there is no passage; decoded here in Python from the Keras logits and the
+    there is no passage or no question; decoded here in Python from the Keras logits and the
     package's character offsets."""
     _, got = clean_results
     model, _, card = exports["span_labeler"]
@@ -366,7 +366,7 @@ def test_span_answer_is_the_best_span_of_the_passage(exports, clean_results):
         inside = [i for i in range(len(mask)) if mask[i] and types[i]][:-1]  # not [SEP]
         start, end = expected["start_logits"][b], expected["end_logits"][b]
         spans = [(start[i] + end[j], i, j) for i in inside for j in inside if 0 <= j - i < 5]
-        if not spans:
+        if not spans or not QUESTIONS[b].strip():  # an empty question gets no answer
             answers.append("")
             continue
         _, i, j = max(spans)
@@ -617,6 +617,20 @@ def test_saved_model_cli_run_predicts_text(exports):
 
 
 # --- serving-time input, load ----------------------------------------------------------------
+
+
+def test_span_answer_of_an_empty_passage_or_question_is_empty(exports):
+    # One example's empty passage (or question) must not fail the request: it gets "",
+    # the others their answers; a batch of empty passages answers "" for each.
+    model, path, _ = exports["span_labeler"]
+    fn = tf.saved_model.load(path).signatures["serve_text"]
+    questions = tf.constant(["who ran ?", "who ran ?", "  "])
+    passages = tf.constant(["ann ran home .", " ", "ann ran home ."])
+    answers = fn(text=questions, text_pair=passages)["answer"].numpy().tolist()
+    alone = fn(text=questions[:1], text_pair=passages[:1])["answer"].numpy().tolist()
+    assert answers[1:] == [b"", b""] and answers[0] == alone[0]
+    empty = fn(text=tf.constant(["who ran ?", "who"]), text_pair=tf.constant(["", "\t"]))
+    assert empty["answer"].numpy().tolist() == [b"", b""]
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ Outputs: encoder `pooled_output` [batch, H], `sequence_output` [batch, seq, H],
 `encoder_outputs` [batch, L, seq, H]; classifier `logits`, `probabilities`, `label`
 (the label names stored in the model); regression `score`; span labeler
 `start_logits`, `end_logits` and, from `serve_text` (question as `text`, passage as
-`text_pair`), `answer`; tagger `logits` and per-token `labels` ("" on padding).
+`text_pair`), `answer` ("" for an empty question or passage, never a failed request); tagger `logits` and per-token `labels` ("" on padding).
 """
 
 from __future__ import annotations
@@ -179,14 +179,17 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
         has_span = tf.reduce_any(tf.reshape(valid, [tf.shape(mask)[0], -1]), axis=1)
         start_token = tf.maximum(best // seq - first, 0)
         end_token = tf.maximum(best % seq - first, 0)
-        starts = starts.to_tensor(default_value=0)
-        ends = ends.to_tensor(default_value=0)
-        has_span &= tf.shape(starts, out_type=tf.int32)[1] > 0
+        # One column more than the longest passage, so that a batch of empty passages
+        # still has a column to gather from (they have no span: their answer is "").
+        starts = tf.pad(starts.to_tensor(default_value=0), [[0, 0], [0, 1]])
+        ends = tf.pad(ends.to_tensor(default_value=0), [[0, 0], [0, 1]])
         start_byte = tf.gather(starts, start_token[:, None], batch_dims=1)[:, 0]
         end_byte = tf.gather(ends, end_token[:, None], batch_dims=1)[:, 0]
         answer = tf.strings.substr(passage, tf.cast(start_byte, tf.int32),
                                    tf.cast(end_byte - start_byte, tf.int32), unit="BYTE")
-        keep = has_span
+        # An empty question or passage gets no answer, as `keras-bert predict` gives it.
+        keep = has_span & (tf.strings.length(tf.strings.strip(question)) > 0) & (
+            tf.strings.length(tf.strings.strip(passage)) > 0)
         if source.null_score_diff_threshold is not None:
             null_score = start_logits[:, 0] + end_logits[:, 0]
             keep &= ~(null_score - best_score > source.null_score_diff_threshold)
