@@ -294,3 +294,28 @@ def test_truncation_is_reported_and_a_large_share_warned(tmp_path, capsys):
     assert code == 0
     out = capsys.readouterr()
     assert "were cut to max_seq_length 8" in out.out + out.err
+
+
+def test_finetune_continues_from_a_finetuned_runs_encoder(tmp_path, capsys):
+    # Intermediate-task transfer (MNLI, then RTE, in the paper's follow-ups): --checkpoint
+    # takes a fine-tuning run directory; its encoder is kept, its head replaced.
+    import keras
+    import numpy as np
+
+    first = tmp_path / "stsb"
+    _finetune("stsb", os.path.join(TASK_DATA, "glue", "STS-B"), first)
+    second = tmp_path / "qnli"
+    code = main(["finetune", "--task", "qnli", "--data_dir",
+                 os.path.join(TASK_DATA, "glue", "QNLI"), "--output_dir", str(second),
+                 "--checkpoint", str(first), "--max_seq_length", "48",
+                 "--num_train_epochs", "1", "--learning_rate", "1e-12", "--noprogress"])
+    assert code == 0
+    out = capsys.readouterr()
+    assert "its stsb head is replaced by a new qnli head" in out.out + out.err
+    record = json.loads((second / "finetune_config.json").read_text())
+    assert record["checkpoint"] == str(first) and record["task"] == "qnli"
+    # With a learning rate of 1e-12 the encoder is the first run's, weight for weight.
+    before = keras.saving.load_model(first / "model.keras", compile=False).encoder
+    after = keras.saving.load_model(second / "model.keras", compile=False).encoder
+    for a, b in zip(before.get_weights(), after.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-6)

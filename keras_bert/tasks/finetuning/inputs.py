@@ -17,6 +17,7 @@ from keras_bert.checkpoints import (
 from keras_bert.config import PRESETS, BertConfig
 from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
 from keras_bert.tasks.base import Task
+from keras_bert.tasks.finetuning.run_directory import CONFIG_FILE, load_finetuned
 
 
 class TaskSource:
@@ -53,13 +54,21 @@ class TaskSource:
 def model_source(checkpoint: str | None, preset: str | None, vocab_file: str | None,
                  lower_case: bool | None) -> tuple[BertConfig, str, bool]:
     """(config, vocab file, lower_case) of the model a run starts from: exactly one of
-    a `checkpoint` (its vocab.txt and casing unless given) or a `preset` (random
+    a `checkpoint` (its vocab.txt and casing unless given; a `keras-bert finetune` run
+    directory gives its encoder, for intermediate-task transfer) or a `preset` (random
     weights; needs `vocab_file`, lower-cases unless told otherwise). The vocab must fit
     the model's embeddings."""
     if bool(checkpoint) == bool(preset):
         raise ArgumentError("give either a checkpoint or a preset (random weights).",
                             field="checkpoint")
-    if checkpoint:
+    if checkpoint and is_run_directory(checkpoint):
+        run = load_finetuned(checkpoint)
+        config = run.model.encoder.config
+        vocab = vocab_file or os.path.join(checkpoint, "vocab.txt")
+        if lower_case is None:
+            lower_case = run.tokenizer.lower_case
+        owner = f"the fine-tuned run {checkpoint!r}"
+    elif checkpoint:
         config = read_config(checkpoint)
         vocab = vocab_file or checkpoint_vocab(checkpoint)
         if vocab is None:
@@ -84,3 +93,9 @@ def model_source(checkpoint: str | None, preset: str | None, vocab_file: str | N
     check_vocab_matches(vocab, config.vocab_size, owner, checkpoint=checkpoint)
     return config, vocab, lower_case
 
+
+
+def is_run_directory(path: str) -> bool:
+    """Whether `path` is a `keras-bert finetune` output directory (its
+    finetune_config.json is there)."""
+    return os.path.isfile(os.path.join(path, CONFIG_FILE))

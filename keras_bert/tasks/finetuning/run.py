@@ -31,13 +31,14 @@ from keras_bert.encoder import BertEncoder
 from keras_bert.errors import DataError
 from keras_bert.precision import bfloat16_cpu_note
 from keras_bert.tasks.base import Features, Task, feature_dataset, log_truncation
-from keras_bert.tasks.finetuning.inputs import TaskSource, model_source
+from keras_bert.tasks.finetuning.inputs import TaskSource, is_run_directory, model_source
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.finetuning.run_directory import (
     CONFIG_FILE,
     METRICS_FILE,
     MODEL_FILE,
     check_output_dir,
+    load_finetuned,
     remove_leftovers,
     temporary_logs,
 )
@@ -208,7 +209,15 @@ class Finetuning:
     def _build(self, seed: int) -> keras.Model:
         keras.utils.set_random_seed(seed)
         dtype = None if self.options.precision == "float32" else self.options.precision
-        if self.checkpoint:
+        if self.checkpoint and is_run_directory(self.checkpoint):
+            # Intermediate-task transfer (e.g. MNLI, then RTE): the run's encoder, a new head.
+            run = load_finetuned(self.checkpoint)
+            encoder = BertEncoder(self.config, dtype=dtype)
+            encoder.set_weights(run.model.encoder.get_weights())
+            logger.info("Starting from the encoder of the fine-tuned %s run %s; its %s head "
+                        "is replaced by a new %s head.", run.task.name, self.checkpoint,
+                        run.task.name, self.task.name)
+        elif self.checkpoint:
             encoder = load_encoder(self.checkpoint, dtype=dtype)
         else:
             encoder = BertEncoder(self.config, dtype=dtype)
