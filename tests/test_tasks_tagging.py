@@ -87,6 +87,8 @@ def test_truncation_and_decode(small_tokenizer, tmp_path):
     assert features.inputs["input_word_ids"][0].tolist() == [2, 5, 6, 7, 3]
     assert features.labels[0].tolist() == [-1, 2, 0, -1, -1]
     assert features.extra["truncated_words"] == 2
+    # Word pieces cut: oslo and "." (anna visit ##ed oslo . = 5 pieces, room for 3).
+    assert features.extra["truncated_tokens"].tolist() == [2]
     assert features.extra["word_positions"].tolist() == [1, 2, -1, -1]
     logits = np.zeros((1, 5, 3), np.float32)
     logits[0, 1, 2] = logits[0, 2, 1] = 5.0  # anna -> I-PER, visited -> I-LOC

@@ -70,7 +70,7 @@ class Features:
         return len(self.lengths)
 
 
-# `Features.extra` key: per example, the word pieces truncation cut off (GLUE, SWAG).
+# `Features.extra` key: per example, the word pieces truncation cut off (GLUE, SWAG, NER).
 TRUNCATED_TOKENS = "truncated_tokens"
 # Above this share of truncated examples, `truncation_report` calls for attention.
 LARGE_TRUNCATED_SHARE = 0.05

@@ -31,7 +31,7 @@ import tensorflow as tf
 from keras_bert import io
 from keras_bert.errors import ArgumentError, DataError
 from keras_bert.metrics import ner_span_metrics
-from keras_bert.tasks.base import Features, FeatureSettings, Task
+from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import as_numpy_outputs, read_lines
 from keras_bert.tasks.tagging_models import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger
 from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
@@ -219,7 +219,9 @@ class NerTask(Task):
 
         extra = {"word_positions": np.where(cut, -1, position).astype(np.int32),
                  "word_splits": np.concatenate([[0], np.cumsum(words_per_example)]),
-                 "truncated_words": int(cut.sum()), "unknown_tags": 0}
+                 "truncated_words": int(cut.sum()), "unknown_tags": 0,
+                 TRUNCATED_TOKENS: np.maximum(pieces_per_example - (seq_length - 2),
+                                              0).astype(np.int32)}
         labels = None
         if all(labelled):
             index = {tag: i for i, tag in enumerate(self.labels)}
