@@ -434,8 +434,9 @@ def test_tf_serving_layout_and_model_card(exports):
     assert card["signatures"]["serving_default"]["inputs"] == {
         "input_mask": ids_spec, "input_type_ids": ids_spec, "input_word_ids": ids_spec}
     text_spec = {"dtype": "string", "shape": [None]}
-    assert card["signatures"]["serve_text"]["inputs"] == {"text": text_spec,
-                                                          "text_pair": text_spec}
+    any_text = {"dtype": "string", "shape": None}  # any shape; rank 1 checked in the graph
+    assert card["signatures"]["serve_text"]["inputs"] == {"text": any_text,
+                                                          "text_pair": any_text}
     assert card["signatures"]["serve_text"]["outputs"]["label"] == text_spec
     assert exports["encoder"][2]["lower_case"] is True
     assert exports["tagger"][2]["label_names"] == NER_LABELS
@@ -592,7 +593,7 @@ def test_saved_model_cli_show_all_lists_signatures(exports):
     serve_text = block("serve_text")
     for name in ("text", "text_pair"):
         assert re.search(rf"inputs\['{name}'\] tensor_info:\s+dtype: DT_STRING\s+"
-                         r"shape: \(-1\)", serve_text), serve_text
+                         r"shape: unknown_rank", serve_text), serve_text
     for block_text in (ids, serve_text):
         assert re.search(r"outputs\['probabilities'\] tensor_info:\s+dtype: DT_FLOAT\s+"
                          r"shape: \(-1, 2\)", block_text)
@@ -631,6 +632,22 @@ def test_span_answer_of_an_empty_passage_or_question_is_empty(exports):
     assert answers[1:] == [b"", b""] and answers[0] == alone[0]
     empty = fn(text=tf.constant(["who ran ?", "who"]), text_pair=tf.constant(["", "\t"]))
     assert empty["answer"].numpy().tolist() == [b"", b""]
+
+
+@pytest.mark.parametrize("text,pair,message", [
+    ("a fine film", "good", "text must be a 1-D batch of strings"),
+    ([["a fine film"]], [["good"]], "text must be a 1-D batch of strings"),
+    (["a fine film"], "good", "text_pair must be a 1-D batch of strings"),
+    (["a fine film", "dull"], ["good"], "text_pair must hold one string per text"),
+])
+def test_serve_text_rejects_other_ranks_naming_the_input(loaded_classifier, text, pair,
+                                                         message):
+    fn = loaded_classifier.signatures["serve_text"]
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        fn(text=tf.constant(text), text_pair=tf.constant(pair))
+    # A [batch] request still answers.
+    assert fn(text=tf.constant(["a fine film"]),
+              text_pair=tf.constant(["good"]))["label"].shape == (1,)
 
 
 @pytest.fixture(scope="module")

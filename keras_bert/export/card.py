@@ -48,6 +48,8 @@ def model_card(source: ExportSource, precision: str, signatures: dict, jit_compi
 def describe_signature(fn) -> dict:
     """A concrete function's inputs and outputs: {name: {"dtype", "shape"}} each."""
     def spec(s):
+        if s.shape.rank is None:  # any shape, checked in the graph (text inputs)
+            return {"dtype": s.dtype.name, "shape": None}
         return {"dtype": s.dtype.name, "shape": [None if d is None else int(d)
                                                  for d in s.shape.as_list()]}
 

@@ -11,7 +11,9 @@ call:
 * `serve_text`: raw UTF-8 strings `text` (and `text_pair` for pair tasks) [batch],
   tokenized in-graph exactly like `keras_bert.BertTokenizer` (tensorflow-text ops, no
   `py_function`), packed and truncated as in fine-tuning to `max_seq_length`.
-  Ids of sequence length 0 and rows whose `input_mask` is all 0 are rejected too.
+  Ids of sequence length 0 and rows whose `input_mask` is all 0 are rejected too, and
+  so is text of another rank than 1 (the signature declares any shape and checks it,
+  naming the input).
   Sequence outputs are cut to the longest input of the batch.
 
 Outputs: encoder `pooled_output` [batch, H], `sequence_output` [batch, seq, H],
@@ -36,10 +38,27 @@ def id_specs():
 
 
 def _text_specs(pair: bool):
-    specs = {"text": tf.TensorSpec([None], tf.string, name="text")}
+    # Any shape is accepted and checked in the graph: a signature declared [None] would
+    # let a scalar or a 2-D request through to ops that fail with internal errors (the
+    # signature wrapper does not check ranks, and the graph is optimized for rank 1).
+    specs = {"text": tf.TensorSpec(None, tf.string, name="text")}
     if pair:
-        specs["text_pair"] = tf.TensorSpec([None], tf.string, name="text_pair")
+        specs["text_pair"] = tf.TensorSpec(None, tf.string, name="text_pair")
     return specs
+
+
+def string_batches(inputs: dict) -> dict:
+    """The text inputs as [batch] vectors of strings; another rank, or a `text_pair`
+    with another number of strings than `text`, is INVALID_ARGUMENT naming the input."""
+    checks = [tf.debugging.assert_equal(tf.rank(value), 1, message=(
+        f"{name} must be a 1-D batch of strings, shape [batch]"))
+        for name, value in sorted(inputs.items())]
+    if "text_pair" in inputs:
+        checks.append(tf.debugging.assert_equal(
+            tf.size(inputs["text"]), tf.size(inputs["text_pair"]),
+            message="text_pair must hold one string per text"))
+    with tf.control_dependencies(checks):
+        return {name: tf.reshape(value, [-1]) for name, value in inputs.items()}
 
 
 class ServingModule(tf.__internal__.tracking.AutoTrackable):
@@ -138,6 +157,7 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
 
     def _serve_text(self, inputs):
         source = self._source
+        inputs = string_batches(inputs)
         if source.kind == "span_labeler":
             return self._serve_question(inputs["text"], inputs["text_pair"])
         tokenizer = source.tokenizer
