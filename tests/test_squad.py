@@ -475,3 +475,18 @@ def test_empty_passage_or_question_gets_no_answer_and_a_warning(tmp_path, tokeni
         assert by_id[qid].text == "" and by_id[qid].best_text == ""
         assert [e.text for e in by_id[qid].nbest] == [""]
         assert by_id[qid].null_odds == (float("inf") if version_2 else None)
+
+
+def test_questions_cut_to_max_query_length_are_counted(tokenizer):
+    from keras_bert.tasks.base import truncation_report
+
+    examples = [SquadExample("long", "when did the cafe open ? when did it open ?",
+                             "the cafe opened in 1999 ."),
+                SquadExample("short", "who won ?", "the cafe opened in 1999 .")]
+    settings = FeatureSettings(max_seq_length=24, max_query_length=4, doc_stride=8)
+    features = SQUAD_TASKS["squad1"]().features(examples, tokenizer, settings)
+    full = len(tokenizer.tokenize(examples[0].question).numpy())
+    assert features.extra["truncated_tokens"].tolist() == [full - 4, 0]
+    message, large = truncation_report(features, 24)
+    assert message.startswith("1 of 2 examples (50.0%) were cut to max_query_length 4")
+    assert large and "raise --max_query_length" in message

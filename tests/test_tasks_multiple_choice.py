@@ -127,3 +127,17 @@ def test_end_to_end(tmp_path, tokenizer):
     lines = open(path).read().splitlines()
     assert lines == ["index,prediction"] + [f"{e.id},{p}" for e, p in zip(dev_examples,
                                                                          predictions)]
+
+
+def test_a_blank_line_keeps_the_rows_after_it_in_their_place(tmp_path, caplog):
+    import logging
+
+    header = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3\n"
+    row = "v,1,s,Ctx {}.,He,gold,a,b,c,d\n"
+    text = header + row.format(0) + "\n" + row.format(2) + row.format(3) + "\n"
+    with caplog.at_level(logging.WARNING, logger="keras_bert"):
+        examples = SwagTask().read_examples(_write(tmp_path, "in.csv", text), labelled=False)
+    assert [(e.id, e.context) for e in examples] == [("0", "Ctx 0."), ("2", "Ctx 2."),
+                                                     ("3", "Ctx 3.")]
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1 and "line(s) 3 are blank" in warned[0]

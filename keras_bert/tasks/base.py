@@ -70,8 +70,11 @@ class Features:
         return len(self.lengths)
 
 
-# `Features.extra` key: per example, the word pieces truncation cut off (GLUE, SWAG, NER).
+# `Features.extra` key: per example, the word pieces truncation cut off (GLUE, SWAG, NER;
+# SQuAD: of the question, whose limit `TRUNCATION_LIMIT` then names).
 TRUNCATED_TOKENS = "truncated_tokens"
+# `Features.extra` key: (setting, value) of the limit that cut, when not max_seq_length.
+TRUNCATION_LIMIT = "truncation_limit"
 # Above this share of truncated examples, `truncation_report` calls for attention.
 LARGE_TRUNCATED_SHARE = 0.05
 
@@ -91,16 +94,17 @@ def truncation_report(features: Features, max_seq_length: int) -> tuple[str, boo
     dropped = features.extra.get(TRUNCATED_TOKENS)
     if dropped is None or not len(dropped):
         return None
+    name, limit = features.extra.get(TRUNCATION_LIMIT, ("max_seq_length", max_seq_length))
     cut = np.asarray(dropped)[np.asarray(dropped) > 0]
     if not len(cut):
-        return f"no example was cut to max_seq_length {max_seq_length}", False
+        return f"no example was cut to {name} {limit}", False
     share = len(cut) / len(dropped)
     message = (f"{len(cut)} of {len(dropped)} examples ({share:.1%}) were cut to "
-               f"max_seq_length {max_seq_length}, losing {cut.mean():.1f} word pieces on "
+               f"{name} {limit}, losing {cut.mean():.1f} word pieces on "
                f"average (at most {int(cut.max())})")
     large = share > LARGE_TRUNCATED_SHARE
     if large:
-        message += "; raise --max_seq_length to keep more of them"
+        message += f"; raise --{name} to keep more of them"
     return message, large
 
 

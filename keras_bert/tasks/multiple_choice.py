@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io as text_io
+import logging
 import os
 from collections.abc import Sequence
 
@@ -29,6 +30,8 @@ from keras_bert.tasks.common import as_numpy_outputs, encode_text_segments, read
 
 NUM_CHOICES = 4
 _ENDINGS = tuple(f"ending{k}" for k in range(NUM_CHOICES))
+
+logger = logging.getLogger("keras_bert")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,14 +112,16 @@ class SwagTask(Task):
                                 "prediction.", path=path, line=1)
             column = {name: header.index(name) for name in header}
             id_column = column.get("")
-            examples = []
+            examples, blank, row_number = [], [], -1
             while True:
                 line = reader.line_num + 1
                 row = next(reader, None)
                 if row is None:
                     break
+                row_number += 1  # blank rows keep their place in the numbering
                 if not row:
-                    continue  # a blank line
+                    blank.append(line)
+                    continue
                 if len(row) != len(header):
                     raise DataError(f"has {len(row)} fields, expected {len(header)} like "
                                     "the header.", path=path, line=line)
@@ -128,14 +133,20 @@ class SwagTask(Task):
                                         path=path, line=line)
                     label = int(raw)
                 examples.append(SwagExample(
-                    id=row[id_column] if id_column is not None else str(len(examples)),
+                    id=row[id_column] if id_column is not None else str(row_number),
                     context=row[column["sent1"]], start=row[column["sent2"]],
                     endings=tuple(row[column[e]] for e in _ENDINGS), label=label))
+                last_line = line
         except csv.Error as e:
             raise DataError(f"is not valid CSV ({e}).", path=path,
                             line=reader.line_num) from None
         if not examples:
             raise DataError("has no examples (SWAG).", path=path)
+        inside = [n for n in blank if n < last_line]  # trailing blank lines are no rows
+        if inside:
+            logger.warning("%s: line(s) %s are blank and get no prediction; every other "
+                           "row keeps its place (its row number, or its id column) in the "
+                           "predictions.", path, ", ".join(map(str, inside[:10])))
         return examples
 
     def features(self, examples: Sequence[SwagExample], tokenizer,

@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.errors import ArgumentError
-from keras_bert.tasks.base import Features, FeatureSettings
+from keras_bert.tasks.base import TRUNCATED_TOKENS, TRUNCATION_LIMIT, Features, FeatureSettings
 from keras_bert.tasks.squad.reading import SquadExample
 
 logger = logging.getLogger("keras_bert")
@@ -164,7 +164,9 @@ def squad_features(examples: Sequence[SquadExample], tokenizer, settings: Featur
     labelled = len(examples) > 0 and all(e.has_target for e in examples)
 
     plans = []  # per example: (question ids, passage, windows, best window per token)
+    question_cut = []  # per example: question word pieces beyond max_query_length
     for example, question in zip(examples, questions):
+        question_cut.append(max(0, len(question) - settings.max_query_length))
         question = question[:settings.max_query_length]
         passage = passages[context_index[example.context]]
         spans = window_spans(len(passage[0]), seq_length - len(question) - 3,
@@ -222,4 +224,7 @@ def squad_features(examples: Sequence[SquadExample], tokenizer, settings: Featur
         labels=labels, lengths=lengths, example_index=example_index,
         extra={"token_char_start": char_start, "token_char_end": char_end,
                "token_is_max_context": max_context, "window_start": window_start,
-               "passage_offset": passage_offset, "unmapped_answers": unmapped})
+               "passage_offset": passage_offset, "unmapped_answers": unmapped,
+               # Passages are windowed, never cut; questions are cut to max_query_length.
+               TRUNCATED_TOKENS: np.asarray(question_cut, np.int32),
+               TRUNCATION_LIMIT: ("max_query_length", settings.max_query_length)})
