@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -261,6 +262,31 @@ def write_json(path: str | os.PathLike, data, indent: int = 2, sort_keys: bool =
     with atomic_write(path) as f:
         json.dump(data, f, indent=indent, sort_keys=sort_keys)
         f.write("\n")
+
+
+def strict_json(data, reason: str = "not a number"):
+    """`data` with every NaN or infinite float replaced by None (null in JSON, which has
+    no NaN), and beside each such value in a dict its `<key>_null_reason`: strict JSON
+    that any parser reads.
+
+    Example:
+
+    >>> strict_json({"accuracy": 0.5, "pearson": float("nan"), "dev": [float("inf")]},
+    ...             reason="constant predictions")
+    {'accuracy': 0.5, 'pearson': None, 'pearson_null_reason': 'constant predictions', 'dev': [None]}
+    """
+    if isinstance(data, dict):
+        out = {}
+        for key, value in data.items():
+            out[key] = strict_json(value, reason)
+            if isinstance(value, float) and not math.isfinite(value):
+                out[f"{key}_null_reason"] = reason
+        return out
+    if isinstance(data, (list, tuple)):
+        return [strict_json(value, reason) for value in data]
+    if isinstance(data, float) and not math.isfinite(data):
+        return None
+    return data
 
 
 def read_json(path: str | os.PathLike):

@@ -43,7 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from keras_bert import io
     from keras_bert.checkpoints.native import check_keras_archive
     from keras_bert.tasks.finetuning import (
         METRICS_FILE,
@@ -54,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         metrics_summary,
         prediction_file,
         score_split,
+        write_metrics,
     )
 
     require_directory(args.model, "--model")
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         for split, examples, _ in splits:
             task.write_predictions(examples, results[split]["predictions"],
                                    os.path.join(args.output_dir, prediction_file(task, split)))
-    io.write_json(os.path.join(target, METRICS_FILE), metrics)
+    write_metrics(os.path.join(target, METRICS_FILE), metrics)
     print(f"{task.name} dev: {metrics_summary(task, metrics)}")
     print(f"Metrics: {os.path.join(target, METRICS_FILE)}")
     return 0

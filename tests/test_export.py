@@ -438,6 +438,8 @@ def test_tf_serving_layout_and_model_card(exports):
     assert card["signatures"]["serve_text"]["inputs"] == {"text": any_text,
                                                           "text_pair": any_text}
     assert card["signatures"]["serve_text"]["outputs"]["label"] == text_spec
+    assert "longer than max_seq_length" in card["text_truncation"]
+    assert "max_query_length" in exports["span_labeler"][2]["text_truncation"]
     assert exports["encoder"][2]["lower_case"] is True
     assert exports["tagger"][2]["label_names"] == NER_LABELS
     # The vocab travels with the SavedModel, which is relocatable.

@@ -79,3 +79,24 @@ def test_every_example_is_scored_once_in_its_place_whatever_the_batch_size(token
         np.testing.assert_allclose(predicted, alone, rtol=1e-4, atol=1e-5)
     # Batches of every size and length ran on the first call's one trace.
     assert clock.traces["predict_step"] == 1
+
+
+def test_metrics_json_is_strict_json_with_the_reason_beside_a_null(tmp_path):
+    import json
+    import math
+
+    from keras_bert.tasks.finetuning.scoring import write_metrics
+
+    path = str(tmp_path / "metrics.json")
+    write_metrics(path, {"pearson": float("nan"), "spearmanr": 0.5,
+                         "dev_mismatched": {"accuracy": float("inf")}})
+
+    def no_constants(name):
+        raise AssertionError(f"{name} is not JSON")
+
+    with open(path) as f:
+        metrics = json.loads(f.read(), parse_constant=no_constants)
+    assert metrics["pearson"] is None and "not a number" in metrics["pearson_null_reason"]
+    assert metrics["spearmanr"] == 0.5 and not math.isnan(metrics["spearmanr"])
+    assert metrics["dev_mismatched"]["accuracy"] is None
+    assert "accuracy_null_reason" in metrics["dev_mismatched"]

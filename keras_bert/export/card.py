@@ -37,12 +37,24 @@ def model_card(source: ExportSource, precision: str, signatures: dict, jit_compi
         "max_seq_length": source.max_seq_length,
         "label_names": None if source.label_names is None else list(source.label_names),
         "text_inputs": (["text", "text_pair"] if source.pair else ["text"]) if text else [],
+        "text_truncation": text_truncation(source) if text else None,
         "precision": precision, "xla": jit_compile,
         "signatures": signatures,
         "export_time": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"),
         "keras_bert_version": version_of_package, "tensorflow_version": tf.__version__,
     }
+
+
+def text_truncation(source: ExportSource) -> str:
+    """What `serve_text` does with a text longer than the model takes, for the card."""
+    if source.kind == "span_labeler":
+        return (f"the question is cut to max_query_length ({source.max_query_length}) word "
+                "pieces and the passage to what is left of max_seq_length "
+                f"({source.max_seq_length}): one window, the passage's beginning")
+    return (f"a text (or pair) longer than max_seq_length ({source.max_seq_length}) word "
+            "pieces, [CLS] and [SEP] included, is cut as in fine-tuning (google-research/"
+            "bert's longest-first rule): the model sees its beginning only")
 
 
 def describe_signature(fn) -> dict:

@@ -35,6 +35,7 @@ _EXPORTS = {
     "predict_split": "keras_bert.tasks.finetuning.scoring",
     "prediction_file": "keras_bert.tasks.finetuning.scoring",
     "score_split": "keras_bert.tasks.finetuning.scoring",
+    "write_metrics": "keras_bert.tasks.finetuning.scoring",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -47,6 +47,7 @@ from keras_bert.tasks.finetuning.scoring import (
     metrics_summary,
     prediction_file,
     score_split,
+    write_metrics,
 )
 from keras_bert.tasks.registry import get_task
 from keras_bert.tokenization import BertTokenizer
@@ -331,7 +332,7 @@ class Finetuning:
                 self.task.write_predictions(split.examples, results[split.name]["predictions"],
                                             os.path.join(directory,
                                                          prediction_file(self.task, split.name)))
-            io.write_json(os.path.join(directory, METRICS_FILE), metrics)
+            write_metrics(os.path.join(directory, METRICS_FILE), metrics)
             if os.path.isdir(logs):
                 shutil.copytree(logs, os.path.join(directory, LOGS))
 

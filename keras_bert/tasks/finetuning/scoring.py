@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import keras
 
+from keras_bert import io
 from keras_bert.tasks.base import (
     Features,
     FeatureSettings,
@@ -74,3 +75,11 @@ def prediction_file(task: Task, split: str) -> str:
         return f"{task.name}-mm.tsv" if split.endswith("mismatched") else f"{task.name}.tsv"
     return {"squad": "predictions.json", "tagging": "predictions.txt",
             "multiple_choice": "predictions.csv"}[task.family]
+
+
+def write_metrics(path: str, metrics: dict) -> None:
+    """Writes metrics.json as strict JSON: a metric that is not a number (a correlation
+    of constant predictions, say) is null, with its reason beside it."""
+    io.write_json(path, io.strict_json(metrics, reason=(
+        "not a number: the metric is undefined on these predictions (e.g. a correlation "
+        "of constant predictions)")))
