@@ -43,10 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from keras_bert.checkpoints.native import check_keras_archive
     from keras_bert.tasks.finetuning import (
         METRICS_FILE,
-        MODEL_FILE,
         TaskSource,
         dev_metrics,
         load_finetuned,
@@ -57,8 +55,6 @@ def run(args: argparse.Namespace) -> int:
     )
 
     require_directory(args.model, "--model")
-    # Before Keras reads it: a truncated model.keras is "File not found" to Keras.
-    check_keras_archive(os.path.join(args.model, MODEL_FILE))
     require_task_data(args)
     if args.output_dir:
         require_output_directory(args.output_dir, "--output_dir")

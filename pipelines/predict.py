@@ -17,7 +17,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import os
 
 from keras_bert.pipelines.finetune_flags import add_eval_batch_size, add_finetuned_model
 from keras_bert.pipelines.flags import (
@@ -37,13 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from keras_bert.checkpoints.native import check_keras_archive
     from keras_bert.errors import DataError
-    from keras_bert.tasks.finetuning import MODEL_FILE, load_finetuned, predict_split
+    from keras_bert.tasks.finetuning import load_finetuned, predict_split
 
     require_directory(args.model, "--model")
-    # Before Keras reads it: a truncated model.keras is "File not found" to Keras.
-    check_keras_archive(os.path.join(args.model, MODEL_FILE))
     require_file(args.input, "--input")
     require_output_file(args.output, "--output")
     with library_logging():

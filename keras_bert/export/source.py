@@ -20,7 +20,6 @@ from keras_bert.checkpoints import (
     load_encoder,
     read_config,
 )
-from keras_bert.checkpoints.native import check_keras_archive
 from keras_bert.config import BertConfig
 from keras_bert.errors import ArgumentError, InputNotFoundError
 from keras_bert.precision import check_precision
@@ -74,10 +73,9 @@ class ExportSource:
 def is_finetuned_dir(path: str | os.PathLike) -> bool:
     """Whether `path` is a run directory written by `keras-bert finetune` (its
     finetune_config.json is there; its model.keras may have been lost)."""
-    from keras_bert.tasks.finetuning import CONFIG_FILE
+    from keras_bert.tasks.finetuning.run_directory import is_run_directory
 
-    path = os.fspath(path)
-    return os.path.isdir(path) and os.path.isfile(os.path.join(path, CONFIG_FILE))
+    return is_run_directory(os.fspath(path))
 
 
 def load_export_source(checkpoint: str | os.PathLike, precision: str = "float32",
@@ -130,7 +128,6 @@ def _finetuned_source(path: str, precision: str, max_seq_length: int | None) -> 
         raise InputNotFoundError(f"{path!r} is a fine-tuning run directory without its "
                                  f"model file: {model_file!r} is missing; copy it there "
                                  "again, or re-run `keras-bert finetune`.")
-    check_keras_archive(model_file)
     run = load_finetuned(path)
     task, settings = run.task, run.settings
     model = run.model if precision == "float32" else _with_policy(run.model, _policy(precision))

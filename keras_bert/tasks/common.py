@@ -5,6 +5,7 @@ whole), encoding one or two text segments into the encoder's inputs, and
 from __future__ import annotations
 
 import codecs
+import logging
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -14,6 +15,8 @@ from keras_bert import io
 from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
 from keras_bert.preprocessing import pack_inputs
 from keras_bert.tasks.base import INPUT_NAMES
+
+logger = logging.getLogger("keras_bert")
 
 _TOKENIZE_BATCH = 8192  # examples tokenized per call: bounds the memory of huge splits
 
@@ -110,3 +113,13 @@ def as_numpy_outputs(outputs) -> np.ndarray:
     if hasattr(outputs, "numpy"):
         outputs = outputs.numpy()
     return np.asarray(outputs)
+
+
+def warn_blank_lines(path: str, blank: Sequence[int], last_line: int) -> None:
+    """Warns about the blank lines (numbers in `blank`) before a file's last row
+    (`last_line`): they get no prediction, and the rows keep their places."""
+    inside = [n for n in blank if n < last_line]  # trailing blank lines are no rows
+    if inside:
+        logger.warning("%s: line(s) %s are blank and get no prediction; every other row "
+                       "keeps its place (its row number, or its id column) in the "
+                       "predictions.", path, ", ".join(map(str, inside[:10])))

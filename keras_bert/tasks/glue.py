@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 import math
 import os
 from collections.abc import Sequence
@@ -36,10 +35,13 @@ from keras_bert.errors import ArgumentError, DataError, MismatchError
 from keras_bert.metrics import GLUE_METRIC_NAMES, glue_metrics
 from keras_bert.models import BertClassifier
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
-from keras_bert.tasks.common import as_numpy_outputs, encode_text_segments, read_lines
+from keras_bert.tasks.common import (
+    as_numpy_outputs,
+    encode_text_segments,
+    read_lines,
+    warn_blank_lines,
+)
 from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
-
-logger = logging.getLogger("keras_bert")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,11 +215,7 @@ class GlueTask(Task):
                                         label))
         if not examples:
             raise DataError(f"has no examples (GLUE {self.name}).", path=path)
-        inside = [n for n in blank if n < last_line]  # trailing blank lines are no rows
-        if inside:
-            logger.warning("%s: line(s) %s are blank and get no prediction; every other "
-                           "row keeps its place (its row number, or its id column) in the "
-                           "predictions.", path, ", ".join(map(str, inside[:10])))
+        warn_blank_lines(path, blank, last_line)
         return examples
 
     def _parse_label(self, raw: str, path: str, line: int):

@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io as text_io
-import logging
 import os
 from collections.abc import Sequence
 
@@ -26,12 +25,15 @@ from keras_bert.errors import ArgumentError, DataError
 from keras_bert.metrics import accuracy
 from keras_bert.models import BertMultipleChoice
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
-from keras_bert.tasks.common import as_numpy_outputs, encode_text_segments, read_text
+from keras_bert.tasks.common import (
+    as_numpy_outputs,
+    encode_text_segments,
+    read_text,
+    warn_blank_lines,
+)
 
 NUM_CHOICES = 4
 _ENDINGS = tuple(f"ending{k}" for k in range(NUM_CHOICES))
-
-logger = logging.getLogger("keras_bert")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,11 +144,7 @@ class SwagTask(Task):
                             line=reader.line_num) from None
         if not examples:
             raise DataError("has no examples (SWAG).", path=path)
-        inside = [n for n in blank if n < last_line]  # trailing blank lines are no rows
-        if inside:
-            logger.warning("%s: line(s) %s are blank and get no prediction; every other "
-                           "row keeps its place (its row number, or its id column) in the "
-                           "predictions.", path, ", ".join(map(str, inside[:10])))
+        warn_blank_lines(path, blank, last_line)
         return examples
 
     def features(self, examples: Sequence[SwagExample], tokenizer,

@@ -17,7 +17,7 @@ from keras_bert.checkpoints import (
 from keras_bert.config import PRESETS, BertConfig
 from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
 from keras_bert.tasks.base import Task
-from keras_bert.tasks.finetuning.run_directory import CONFIG_FILE, load_finetuned
+from keras_bert.tasks.finetuning.run_directory import is_run_directory, load_finetuned
 
 
 class TaskSource:
@@ -93,9 +93,3 @@ def model_source(checkpoint: str | None, preset: str | None, vocab_file: str | N
     check_vocab_matches(vocab, config.vocab_size, owner, checkpoint=checkpoint)
     return config, vocab, lower_case
 
-
-
-def is_run_directory(path: str) -> bool:
-    """Whether `path` is a `keras-bert finetune` output directory (its
-    finetune_config.json is there)."""
-    return os.path.isfile(os.path.join(path, CONFIG_FILE))

@@ -31,13 +31,14 @@ from keras_bert.encoder import BertEncoder
 from keras_bert.errors import DataError
 from keras_bert.precision import bfloat16_cpu_note
 from keras_bert.tasks.base import Features, Task, feature_dataset, log_truncation
-from keras_bert.tasks.finetuning.inputs import TaskSource, is_run_directory, model_source
+from keras_bert.tasks.finetuning.inputs import TaskSource, model_source
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.finetuning.run_directory import (
     CONFIG_FILE,
     METRICS_FILE,
     MODEL_FILE,
     check_output_dir,
+    is_run_directory,
     load_finetuned,
     remove_leftovers,
     temporary_logs,

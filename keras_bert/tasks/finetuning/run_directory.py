@@ -62,6 +62,12 @@ def remove_leftovers(output_dir: str) -> list[str]:
     return removed
 
 
+def is_run_directory(path: str) -> bool:
+    """Whether `path` is a `keras-bert finetune` output directory (its
+    finetune_config.json is there; its model.keras may have been lost)."""
+    return os.path.isfile(os.path.join(path, CONFIG_FILE))
+
+
 def check_output_dir(output_dir: str, overwrite: bool) -> None:
     """Refuses an `output_dir` that cannot be written, or that holds files (another
     run's or not) unless `overwrite`."""
