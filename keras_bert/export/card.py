@@ -36,7 +36,7 @@ def model_card(source: ExportSource, precision: str, signatures: dict, jit_compi
         "lower_case": source.tokenizer.lower_case,
         "max_seq_length": source.max_seq_length,
         "label_names": None if source.label_names is None else list(source.label_names),
-        "text_inputs": (["text", "text_pair"] if source.pair else ["text"]) if text else [],
+        "text_inputs": list(source.text_inputs) if text else [],
         "text_truncation": text_truncation(source) if text else None,
         "precision": precision, "xla": jit_compile,
         "signatures": signatures,

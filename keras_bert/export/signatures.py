@@ -25,6 +25,8 @@ Outputs: encoder `pooled_output` [batch, H], `sequence_output` [batch, seq, H],
 
 from __future__ import annotations
 
+import importlib
+
 import tensorflow as tf
 
 from keras_bert.encoder import INPUT_NAMES
@@ -37,14 +39,11 @@ def id_specs():
     return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
 
 
-def _text_specs(pair: bool):
+def _text_specs(names):
     # Any shape is accepted and checked in the graph: a signature declared [None] would
     # let a scalar or a 2-D request through to ops that fail with internal errors (the
     # signature wrapper does not check ranks, and the graph is optimized for rank 1).
-    specs = {"text": tf.TensorSpec(None, tf.string, name="text")}
-    if pair:
-        specs["text_pair"] = tf.TensorSpec(None, tf.string, name="text_pair")
-    return specs
+    return {name: tf.TensorSpec(None, tf.string, name=name) for name in names}
 
 
 def string_batches(inputs: dict) -> dict:
@@ -59,6 +58,15 @@ def string_batches(inputs: dict) -> dict:
             message="text_pair must hold one string per text"))
     with tf.control_dependencies(checks):
         return {name: tf.reshape(value, [-1]) for name, value in inputs.items()}
+
+
+# The families whose `serve_text` is more than "tokenize, pack, run": kind -> (module,
+# function(serving_module, inputs) -> outputs).
+_TEXT_SERVERS = {
+    "span_labeler": ("keras_bert.export.question_answering", "serve_questions"),
+    "tagger": ("keras_bert.export.word_labels", "serve_words"),
+    "multiple_choice": ("keras_bert.export.multiple_choice", "serve_choices"),
+}
 
 
 class ServingModule(tf.__internal__.tracking.AutoTrackable):
@@ -86,7 +94,12 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
         self.serve_ids = tf.function(self._serve_ids, input_signature=[id_specs()])
         if text:  # without it the graph has no tensorflow-text ops
             self.serve_text = tf.function(self._serve_text,
-                                          input_signature=[_text_specs(source.pair)])
+                                          input_signature=[_text_specs(source.text_inputs)])
+
+    @property
+    def source(self) -> ExportSource:
+        """What the module exports (not tracked: see `__init__`)."""
+        return self._source
 
     # The model, in inference mode, with float32 outputs.
     def _forward(self, inputs):
@@ -107,7 +120,7 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
                     "end_logits": tf.cast(out["end_logits"], tf.float32)}
         return {"logits": tf.cast(out, tf.float32)}
 
-    def _outputs(self, inputs):
+    def model_outputs(self, inputs):
         out = dict(self.forward(inputs))
         if self._source.kind == "classifier":
             out["label"] = tf.gather(self._label_names, tf.argmax(out["logits"], axis=-1))
@@ -145,9 +158,9 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
             return {name: tf.identity(inputs[name]) for name in INPUT_NAMES}
 
     def _serve_ids(self, inputs):
-        return self._outputs(self._check_ids(inputs))
+        return self.model_outputs(self._check_ids(inputs))
 
-    def _pack(self, segments, truncation="longest_first"):
+    def pack(self, segments, truncation="longest_first"):
         tok = self._source.tokenizer
         packed = pack_inputs(segments, self._source.max_seq_length, cls_id=tok.cls_id,
                              sep_id=tok.sep_id, pad_id=tok.pad_id, truncation=truncation)
@@ -157,61 +170,16 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
 
     def _serve_text(self, inputs):
         source = self._source
+        if source.kind in _TEXT_SERVERS:
+            module, function = _TEXT_SERVERS[source.kind]
+            return getattr(importlib.import_module(module), function)(self, inputs)
         inputs = string_batches(inputs)
-        if source.kind == "span_labeler":
-            return self._serve_question(inputs["text"], inputs["text_pair"])
         tokenizer = source.tokenizer
         segments = [tokenizer.tokenize(inputs["text"])]
         if source.pair:
             segments.append(tokenizer.tokenize(inputs["text_pair"]))
-        packed = self._pack(segments)
-        out = self._outputs(packed)
+        packed = self.pack(segments)
+        out = self.model_outputs(packed)
         if source.kind == "encoder":
             out["input_mask"] = packed["input_mask"]
-        return out
-
-    def _serve_question(self, question, passage):
-        """SQuAD-style: [CLS] question [SEP] passage [SEP] (the question cut to
-        max_query_length, the passage to what is left), then the best span of at most
-        max_answer_length tokens inside the passage, as the passage's text."""
-        source = self._source
-        tokenizer = source.tokenizer
-        q = tokenizer.tokenize(question)[:, :source.max_query_length]
-        p, starts, ends = tokenizer.tokenize_with_offsets(passage, unit="byte")
-        packed = self._pack([q, p], truncation="waterfall")
-        out = self._outputs(packed)
-        start_logits, end_logits = out["start_logits"], out["end_logits"]
-        mask, types = packed["input_mask"], packed["input_type_ids"]
-        seq = tf.shape(mask)[1]
-        passage_len = tf.reduce_sum(types * mask, axis=1) - 1  # without the last [SEP]
-        first = tf.reduce_sum(mask, axis=1) - passage_len - 1  # position of token 0
-        positions = tf.range(seq)[None, :]
-        inside = (positions >= first[:, None]) & (positions < (first + passage_len)[:, None])
-        i = tf.range(seq)[:, None]
-        j = tf.range(seq)[None, :]
-        span_ok = (j >= i) & (j - i < source.max_answer_length)
-        valid = inside[:, :, None] & inside[:, None, :] & span_ok[None]
-        scores = start_logits[:, :, None] + end_logits[:, None, :]
-        neg = tf.fill(tf.shape(scores), tf.constant(float("-inf")))
-        flat = tf.reshape(tf.where(valid, scores, neg), [tf.shape(mask)[0], -1])
-        best = tf.argmax(flat, axis=1, output_type=tf.int32)
-        best_score = tf.reduce_max(flat, axis=1)
-        has_span = tf.reduce_any(tf.reshape(valid, [tf.shape(mask)[0], -1]), axis=1)
-        start_token = tf.maximum(best // seq - first, 0)
-        end_token = tf.maximum(best % seq - first, 0)
-        # One column more than the longest passage, so that a batch of empty passages
-        # still has a column to gather from (they have no span: their answer is "").
-        starts = tf.pad(starts.to_tensor(default_value=0), [[0, 0], [0, 1]])
-        ends = tf.pad(ends.to_tensor(default_value=0), [[0, 0], [0, 1]])
-        start_byte = tf.gather(starts, start_token[:, None], batch_dims=1)[:, 0]
-        end_byte = tf.gather(ends, end_token[:, None], batch_dims=1)[:, 0]
-        answer = tf.strings.substr(passage, tf.cast(start_byte, tf.int32),
-                                   tf.cast(end_byte - start_byte, tf.int32), unit="BYTE")
-        # An empty question or passage gets no answer, as `keras-bert predict` gives it.
-        keep = has_span & (tf.strings.length(tf.strings.strip(question)) > 0) & (
-            tf.strings.length(tf.strings.strip(passage)) > 0)
-        if source.null_score_diff_threshold is not None:
-            null_score = start_logits[:, 0] + end_logits[:, 0]
-            keep &= ~(null_score - best_score > source.null_score_diff_threshold)
-        out["answer"] = tf.where(keep, answer, "")
         return out

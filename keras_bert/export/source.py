@@ -25,7 +25,7 @@ from keras_bert.errors import ArgumentError, InputNotFoundError
 from keras_bert.precision import check_precision
 from keras_bert.tokenization import BertTokenizer
 
-KINDS = ("encoder", "classifier", "regression", "span_labeler", "tagger")
+KINDS = ("encoder", "classifier", "regression", "span_labeler", "tagger", "multiple_choice")
 DEFAULT_SEQ_LENGTH = 128
 
 
@@ -43,9 +43,13 @@ class ExportSource:
         pair: whether `serve_text` takes `text_pair` (pair tasks, span labeler).
         source: the checkpoint or fine-tuned directory it came from.
         task: the fine-tuning task name, or None for an encoder.
-        max_query_length, max_answer_length: span labeler decoding (SQuAD settings).
+        max_query_length, max_answer_length, n_best_size: span labeler decoding
+            (SQuAD settings, as `keras-bert predict` decodes).
+        doc_stride: tokens between the starts of consecutive windows over a text longer
+            than one sequence (SQuAD passages, NER sentences).
         null_score_diff_threshold: SQuAD v2: "" when null score - best span > it;
             None for v1.1 (always an answer).
+        num_choices: multiple choice: the number of endings the model was trained on.
     """
 
     model: keras.Model
@@ -59,7 +63,17 @@ class ExportSource:
     task: str | None = None
     max_query_length: int = 64
     max_answer_length: int = 30
+    n_best_size: int = 20
+    doc_stride: int = 128
     null_score_diff_threshold: float | None = None
+    num_choices: int | None = None
+
+    @property
+    def text_inputs(self) -> tuple[str, ...]:
+        """The names of `serve_text`'s string inputs."""
+        if self.kind == "multiple_choice":
+            return ("text", "text_pair", "endings")
+        return ("text", "text_pair") if self.pair else ("text",)
 
     @property
     def encoder(self):
@@ -143,14 +157,21 @@ def _finetuned_source(path: str, precision: str, max_seq_length: int | None) -> 
         kind, fields["pair"] = "span_labeler", True
         fields["max_query_length"] = settings.max_query_length
         fields["max_answer_length"] = settings.max_answer_length
+        fields["n_best_size"] = settings.n_best_size
+        fields["doc_stride"] = settings.doc_stride
         if task.name == "squad2":
             fields["null_score_diff_threshold"] = float(
                 getattr(task, "null_score_diff_threshold", 0.0))
     elif family == "tagging":
         kind, fields["label_names"] = "tagger", tuple(task.labels)
+        fields["doc_stride"] = settings.doc_stride
+    elif family == "multiple_choice":
+        kind, fields["pair"] = "multiple_choice", True
+        fields["num_choices"] = int(task.num_choices)
     else:
         raise ArgumentError(f"{path!r} is a {task.name} ({family}) model; export takes "
-                            "encoders and GLUE, SQuAD and NER models.", field="checkpoint")
+                            "encoders and GLUE, SQuAD, NER and SWAG models.",
+                            field="checkpoint")
     encoder_config = model.encoder.config
     seq = _seq_length(max_seq_length or settings.max_seq_length, encoder_config,
                       explicit=max_seq_length is not None)
