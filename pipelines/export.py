@@ -58,6 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_boolean(parser, "serve_text", True,
                 "add the serve_text signature (raw strings; needs a model server with "
                 "tensorflow-text's ops); without it only serving_default (ids)")
+    add_boolean(parser, "serving_compatible", False,
+                "tokenize in serve_text with TensorFlow core ops only, so that any stock TF "
+                "Serving loads the model (same ids, slower tokenizing); by default "
+                "serve_text uses tensorflow-text's FastBertNormalize and "
+                "FastWordpieceTokenizeWithOffsets, registered by stock TF Serving 2.12 and "
+                "later (the model card's `ops` lists them)")
     add_boolean(parser, "warmup", None,
                 "write assets.extra/tf_serving_warmup_requests (needs tensorflow-serving-api, "
                 "the `export` extra); auto writes it when that is installed and says so when "
@@ -100,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
             vocab_file=args.vocab_file, lower_case=args.do_lower_case)
         path, card = export.export_saved_model(
             source, args.output_dir, name, precision=args.precision, jit_compile=args.xla,
-            warmup=warmup, text=args.serve_text)
+            warmup=warmup, text=args.serve_text,
+            serving_compatible=args.serving_compatible)
     print(json.dumps(card, indent=2, sort_keys=True))
     print(f"Exported {card['kind']} to {path}")
     return 0

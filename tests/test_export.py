@@ -238,18 +238,27 @@ def _text_inputs(kind):
     return {"text": TEXT_BYTES}
 
 
+def _squad_reference(model, lower_case, version_2=False, threshold=0.0):
+    """`keras-bert predict`'s answers to QUESTIONS about PASSAGES (its windows and
+    run_squad decoding in numpy, on the Keras model's logits)."""
+    from keras_bert.tasks.base import FeatureSettings
+    from keras_bert.tasks.squad import SquadExample, decode_squad, squad_features
+
+    examples = [SquadExample(f"q{i}", q.decode("utf-8"), p.decode("utf-8"))
+                for i, (q, p) in enumerate(zip(QUESTIONS, PASSAGES))]
+    settings = FeatureSettings(max_seq_length=SEQ, max_query_length=8, max_answer_length=5)
+    features = squad_features(examples, _tokenizer(lower_case), settings)
+    outputs = model.predict(features.inputs, verbose=0)
+    return decode_squad(examples, features, outputs, settings, version_2=version_2,
+                        null_score_diff_threshold=threshold)
+
+
 def _text_reference(kind, model, lower_case):
     inputs = _text_inputs(kind)
     if kind == "span_labeler":
-        tok = _tokenizer(lower_case)
-        questions = tok.tokenize(tf.constant(QUESTIONS))[:, :8]
-        packed = pack_inputs([questions, tok.tokenize(tf.constant(PASSAGES))], SEQ,
-                             cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id,
-                             truncation="waterfall")
-        longest = int(tf.reduce_max(tf.reduce_sum(packed["input_mask"], axis=1)))
-        ids = {k: v.numpy()[:, :longest] for k, v in packed.items()}
-    else:
-        ids = _reference_ids([inputs[k] for k in sorted(inputs)], lower_case)
+        answers = [p.text for p in _squad_reference(model, lower_case)]
+        return None, {"answer": np.array([a.encode("utf-8") for a in answers], dtype=object)}
+    ids = _reference_ids([inputs[k] for k in sorted(inputs)], lower_case)
     return ids, {k: np.asarray(v) for k, v in _keras_outputs(kind, model, ids).items()}
 
 
@@ -321,6 +330,8 @@ def test_clean_process_text_signature_equals_keras_on_package_ids(exports, clean
     _, got = clean_results
     model, _, card = exports[kind]
     ids, expected = _text_reference(kind, model, card["lower_case"])
+    if kind == "span_labeler":  # answers: test_span_answer_is_predicts_answer
+        return
     for name, value in expected.items():
         np.testing.assert_allclose(got[f"{kind}|text|{name}"], value, atol=1e-5, rtol=0,
                                    err_msg=f"{kind} serve_text {name}")
@@ -348,39 +359,26 @@ def test_clean_process_preprocessor_tokenize_equals_google(clean_results):
     assert not wrong and len(ids) == len(INPUTS) and sum(map(len, ids)) > 50_000
 
 
-def test_span_answer_is_the_best_span_of_the_passage(exports, clean_results):
-    """`answer` from serve_text (SQuAD v1.1 model): the best-scoring span (start <= end,
-    at most max_answer_length tokens, inside the passage) as passage text, "" when
-    there is no passage or no question; decoded here in Python from the Keras logits and the
-    package's character offsets."""
+def test_span_answer_is_predicts_answer(exports, clean_results):
+    """`answer` from serve_text (SQuAD v1.1 model), in a process without keras_bert: the
+    answer `keras-bert predict` decodes (its windows and run_squad's n-best rules in
+    numpy), "" for an empty question or passage; the character offsets locate it."""
     _, got = clean_results
     model, _, card = exports["span_labeler"]
-    ids, expected = _text_reference("span_labeler", model, card["lower_case"])
-    tok = _tokenizer(card["lower_case"])
-    answers = []
-    for b, passage in enumerate(PASSAGES):
-        text = passage.decode("utf-8")
-        _, starts, ends = tok.tokenize_with_offsets(tf.constant([text]))
-        starts, ends = starts[0].numpy(), ends[0].numpy()
-        mask, types = ids["input_mask"][b], ids["input_type_ids"][b]
-        inside = [i for i in range(len(mask)) if mask[i] and types[i]][:-1]  # not [SEP]
-        start, end = expected["start_logits"][b], expected["end_logits"][b]
-        spans = [(start[i] + end[j], i, j) for i in inside for j in inside if 0 <= j - i < 5]
-        if not spans or not QUESTIONS[b].strip():  # an empty question gets no answer
-            answers.append("")
-            continue
-        _, i, j = max(spans)
-        first = inside[0]
-        answers.append(text[starts[i - first]:ends[j - first]])
+    expected = [p.text for p in _squad_reference(model, card["lower_case"])]
     assert got["span_labeler|text|answer"].astype(object).tolist() == [
-        a.encode("utf-8") for a in answers]
-    assert any(answers), "no answer at all: the check would be empty"
+        a.encode("utf-8") for a in expected]
+    assert any(expected), "no answer at all: the check would be empty"
+    for b, answer in enumerate(expected):
+        start, end = (int(got[f"span_labeler|text|answer_{k}"][b]) for k in ("start", "end"))
+        passage = PASSAGES[b].decode("utf-8")
+        assert (passage[start:end], bool(answer)) == (answer, start >= 0)
 
 
 def test_squad2_answer_is_empty_when_the_null_score_wins(exports, tmp_path, capsys):
-    """SQuAD v2.0: "" when start[CLS] + end[CLS] - best span score > the run's
+    """SQuAD v2.0: "" when the smallest [CLS] score - best span score > the run's
     null_score_diff_threshold; a threshold between the examples' margins gives answers
-    to some and none to the others, as computed here from the Keras logits."""
+    to some and none to the others, as `keras-bert predict` decodes them."""
     import keras
 
     keras.utils.set_random_seed(3)
@@ -388,26 +386,22 @@ def test_squad2_answer_is_empty_when_the_null_score_wins(exports, tmp_path, caps
     model = _finetuned_run(run, "squad2", BertEncoder(_config(_tokenizer(False).vocab_size)),
                            {"task": "squad2", "null_score_diff_threshold": 0.0},
                            max_query_length=8, max_answer_length=5)
-    ids, expected = _text_reference("span_labeler", model, False)
-    start, end = expected["start_logits"], expected["end_logits"]
-    margins = []
-    for b in range(len(PASSAGES) - 1):  # the last passage is empty: never an answer
-        inside = [i for i in range(ids["input_mask"].shape[1])
-                  if ids["input_mask"][b, i] and ids["input_type_ids"][b, i]][:-1]
-        best = max(start[b, i] + end[b, j] for i in inside for j in inside if 0 <= j - i < 5)
-        margins.append(float(start[b, 0] + end[b, 0] - best))
-    assert max(margins) - min(margins) > 1e-3, margins
-    threshold = (min(margins) + max(margins)) / 2
+    # The last passage is empty (never an answer) and the third question too.
+    margins = [p.null_odds for p in _squad_reference(model, False, version_2=True)][:2]
+    assert abs(margins[0] - margins[1]) > 1e-3, margins
+    threshold = sum(margins) / 2
     with open(run / CONFIG_FILE) as f:
         record = json.load(f)
     record["task_config"]["null_score_diff_threshold"] = threshold
     with open(run / CONFIG_FILE, "w") as f:
         json.dump(record, f)
     path, card = _export(capsys, run, tmp_path / "out", "squad2", "--nowarmup")
-    answers = tf.saved_model.load(path).signatures["serve_text"](
-        text=tf.constant(QUESTIONS), text_pair=tf.constant(PASSAGES))["answer"].numpy()
-    assert [bool(a) for a in answers[:-1]] == [m <= threshold for m in margins]
-    assert answers[-1] == b""
+    out = tf.saved_model.load(path).signatures["serve_text"](
+        text=tf.constant(QUESTIONS), text_pair=tf.constant(PASSAGES))
+    expected = [p.text for p in _squad_reference(model, False, True, threshold)]
+    assert [a.decode() for a in out["answer"].numpy()] == expected
+    assert out["has_answer"].numpy().tolist() == [bool(a) for a in expected]
+    assert [bool(a) for a in expected[:2]] == [m <= threshold for m in margins]
 
 
 # --- the command: layout, model card, bad input -----------------------------------------

@@ -21,8 +21,10 @@ MODEL_CARD = "keras_bert.json"
 
 
 def model_card(source: ExportSource, precision: str, signatures: dict, jit_compile: bool,
-               version: int, name: str, text: bool = True) -> dict:
-    """The `assets.extra/keras_bert.json` record of an export."""
+               version: int, name: str, text: bool = True, ops: dict | None = None,
+               serving_compatible: bool = False) -> dict:
+    """The `assets.extra/keras_bert.json` record of an export; `ops` is
+    `keras_bert.export.ops.serving_requirements` of its signatures."""
     try:
         version_of_package = importlib.metadata.version("keras_bert")
     except importlib.metadata.PackageNotFoundError:  # run from a source tree
@@ -40,6 +42,7 @@ def model_card(source: ExportSource, precision: str, signatures: dict, jit_compi
         "text_truncation": text_truncation(source) if text else None,
         "precision": precision, "xla": jit_compile,
         "signatures": signatures,
+        "ops": ops, "serving_compatible": serving_compatible,
         "export_time": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"),
         "keras_bert_version": version_of_package, "tensorflow_version": tf.__version__,
@@ -50,8 +53,22 @@ def text_truncation(source: ExportSource) -> str:
     """What `serve_text` does with a text longer than the model takes, for the card."""
     if source.kind == "span_labeler":
         return (f"the question is cut to max_query_length ({source.max_query_length}) word "
-                "pieces and the passage to what is left of max_seq_length "
-                f"({source.max_seq_length}): one window, the passage's beginning")
+                "pieces; a passage of any length is read in windows of what is left of "
+                f"max_seq_length ({source.max_seq_length}) whose starts are doc_stride "
+                f"({source.doc_stride}) pieces apart, and the answer is the best span over "
+                "all windows (n_best_size "
+                f"{source.n_best_size}, max_answer_length {source.max_answer_length}), as "
+                "`keras-bert predict` decodes")
+    if source.kind == "tagger":
+        return (f"a sentence longer than max_seq_length ({source.max_seq_length}) word "
+                "pieces, [CLS] and [SEP] included, is read in windows whose starts are "
+                f"doc_stride ({source.doc_stride}) pieces apart; each word is labelled from "
+                "the window where its first piece has the most context, as `keras-bert "
+                "predict` labels it")
+    if source.kind == "multiple_choice":
+        return (f"each (text, text_pair + ' ' + ending) pair longer than max_seq_length "
+                f"({source.max_seq_length}) word pieces, [CLS] and [SEP] included, is cut "
+                "as in fine-tuning (longest-first): the model sees its beginning only")
     return (f"a text (or pair) longer than max_seq_length ({source.max_seq_length}) word "
             "pieces, [CLS] and [SEP] included, is cut as in fine-tuning (google-research/"
             "bert's longest-first rule): the model sees its beginning only")

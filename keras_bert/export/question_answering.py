@@ -1,4 +1,31 @@
-"""`serve_text` of a SQuAD model (placeholder: moved from signatures, rewritten next)."""
+"""`serve_text` of a SQuAD model: answers over passages of any length, in the graph.
+
+The same windows and decoding as `keras-bert predict` (`squad_features` and
+`decode_squad`), written with core TensorFlow ops around the tokenizer:
+
+* the question is cut to `max_query_length` word pieces; the passage is cut into windows
+  of `max_seq_length - len(question) - 3` pieces whose starts are
+  `min(that, doc_stride)` apart, until one reaches the passage's end; each window is
+  `[CLS] question [SEP] window [SEP]`, and every window of the batch runs through the
+  model at once;
+* in each window, the `n_best_size` best start and end positions (over its real tokens,
+  ties to the earlier position) give the candidate spans: both ends in the passage, end
+  >= start, at most `max_answer_length` pieces, and the start token in its max-context
+  window (run_squad's `_check_is_max_context`);
+* the answer is the best-scoring candidate (start + end logit, in float64; ties to the
+  earlier window, start and end rank), cut from the passage from its first token's first
+  character to its last token's last character;
+* SQuAD v2.0: the null score is the smallest [CLS] score over the windows, and there is
+  no answer when null score - best span score > `null_score_diff_threshold` (stored at
+  export).
+
+Outputs, one per question: `answer` (string, "" for none), `answer_start` and
+`answer_end` (int32 Unicode character offsets into the passage, end exclusive; -1 for
+none), `score` (float32 start + end logit of the best span; 0 when there is none) and
+`has_answer` (bool). An empty (or whitespace-only) question or passage gets no answer,
+as in `predict`. One deliberate difference: where no span is valid at all, `predict`
+writes run_squad's placeholder text "empty" and `serve_text` gives no answer.
+"""
 
 from __future__ import annotations
 
@@ -6,51 +33,162 @@ import tensorflow as tf
 
 from keras_bert.export.signatures import string_batches
 
+# What Python's `str.strip()` removes (RE2's \s is ASCII only; \p{Z} is Zs, Zl, Zp):
+# a question or passage of only these characters has no text (SquadExample's
+# `answerable_text`).
+BLANK_PATTERN = r"[\t\n\x0b\x0c\r\x1c-\x1f\x85\p{Z}]*"
+
+_NEG_INF = float("-inf")
+
+
+def window_plan(num_tokens, max_tokens, doc_stride):
+    """`(windows per text, step between window starts)` of run_squad's rule, per text.
+
+    `num_tokens` and `max_tokens` are int64 [batch]; a text of no tokens gets one
+    (empty) window. `keras_bert.tasks.squad.features.window_spans` is the same rule for
+    one text, in Python.
+
+    Example:
+
+    >>> windows, step = window_plan(tf.constant([10, 3, 0], tf.int64),
+    ...                             tf.constant([4, 4, 4], tf.int64), 3)
+    >>> windows.numpy().tolist(), step.numpy().tolist()
+    ([3, 1, 1], [3, 3, 3])
+    """
+    step = tf.minimum(max_tokens, tf.cast(doc_stride, tf.int64))
+    beyond = tf.maximum(num_tokens - max_tokens, 0)
+    return 1 + (beyond + step - 1) // step, step
+
 
 def serve_questions(module, inputs):
-    """SQuAD-style: [CLS] question [SEP] passage [SEP] (the question cut to
-    max_query_length, the passage to what is left), then the best span of at most
-    max_answer_length tokens inside the passage, as the passage's text."""
+    """Answers of `inputs["text"]` (questions) about `inputs["text_pair"]` (passages),
+    [batch] each; see the module docstring."""
     inputs = string_batches(inputs)
-    question, passage = inputs["text"], inputs["text_pair"]
+    question = inputs["text"]
+    # Invalid UTF-8 becomes U+FFFD (which BERT drops, as the tokenizer does with the
+    # raw bytes): character offsets then count as the tokenizer's do, and answers are
+    # valid UTF-8.
+    passage = tf.strings.unicode_transcode(inputs["text_pair"], "UTF-8", "UTF-8",
+                                           errors="replace", replacement_char=0xFFFD)
     source = module.source
-    tokenizer = source.tokenizer
-    q = tokenizer.tokenize(question)[:, :source.max_query_length]
-    p, starts, ends = tokenizer.tokenize_with_offsets(passage, unit="byte")
-    packed = module.pack([q, p], truncation="waterfall")
-    out = module.model_outputs(packed)
-    start_logits, end_logits = out["start_logits"], out["end_logits"]
-    mask, types = packed["input_mask"], packed["input_type_ids"]
-    seq = tf.shape(mask)[1]
-    passage_len = tf.reduce_sum(types * mask, axis=1) - 1  # without the last [SEP]
-    first = tf.reduce_sum(mask, axis=1) - passage_len - 1  # position of token 0
+    tok = source.tokenizer
+    batch = tf.shape(question, out_type=tf.int64)[0]
+
+    q_ids = tok.tokenize(question)[:, :source.max_query_length]
+    p_ids, p_starts, p_ends = tok.tokenize_with_offsets(passage, unit="char")
+    q_len = q_ids.row_lengths()
+    n_tokens = p_ids.row_lengths()
+    room = source.max_seq_length - q_len - 3  # passage pieces per window
+    windows, step = window_plan(n_tokens, room, source.doc_stride)
+
+    # One row per window: its question, where it starts and how long it is.
+    example = tf.repeat(tf.range(batch), windows)
+    index = tf.ragged.range(windows).flat_values  # the window's number in its question
+    start = index * tf.gather(step, example)
+    length = tf.minimum(tf.gather(n_tokens, example) - start, tf.gather(room, example))
+    offset = tf.gather(q_len, example) + 2  # the passage's first position
+    pieces = tf.gather(p_ids.flat_values, tf.ragged.range(start, start + length)
+                       + tf.gather(p_ids.row_starts(), example)[:, None])
+    count = tf.size(example, out_type=tf.int64)
+    cls = tf.RaggedTensor.from_tensor(tf.fill([count, 1], tok.cls_id))
+    sep = tf.RaggedTensor.from_tensor(tf.fill([count, 1], tok.sep_id))
+    ids = tf.concat([cls, tf.gather(q_ids, example), sep, pieces, sep], axis=1)
+    total = ids.row_lengths()
+    ids = ids.to_tensor(default_value=tok.pad_id)
+    seq = tf.shape(ids, out_type=tf.int64)[1]
     positions = tf.range(seq)[None, :]
-    inside = (positions >= first[:, None]) & (positions < (first + passage_len)[:, None])
-    i = tf.range(seq)[:, None]
-    j = tf.range(seq)[None, :]
-    span_ok = (j >= i) & (j - i < source.max_answer_length)
-    valid = inside[:, :, None] & inside[:, None, :] & span_ok[None]
-    scores = start_logits[:, :, None] + end_logits[:, None, :]
-    neg = tf.fill(tf.shape(scores), tf.constant(float("-inf")))
-    flat = tf.reshape(tf.where(valid, scores, neg), [tf.shape(mask)[0], -1])
-    best = tf.argmax(flat, axis=1, output_type=tf.int32)
-    best_score = tf.reduce_max(flat, axis=1)
-    has_span = tf.reduce_any(tf.reshape(valid, [tf.shape(mask)[0], -1]), axis=1)
-    start_token = tf.maximum(best // seq - first, 0)
-    end_token = tf.maximum(best % seq - first, 0)
-    # One column more than the longest passage, so that a batch of empty passages
-    # still has a column to gather from (they have no span: their answer is "").
-    starts = tf.pad(starts.to_tensor(default_value=0), [[0, 0], [0, 1]])
-    ends = tf.pad(ends.to_tensor(default_value=0), [[0, 0], [0, 1]])
-    start_byte = tf.gather(starts, start_token[:, None], batch_dims=1)[:, 0]
-    end_byte = tf.gather(ends, end_token[:, None], batch_dims=1)[:, 0]
-    answer = tf.strings.substr(passage, tf.cast(start_byte, tf.int32),
-                               tf.cast(end_byte - start_byte, tf.int32), unit="BYTE")
-    # An empty question or passage gets no answer, as `keras-bert predict` gives it.
-    keep = has_span & (tf.strings.length(tf.strings.strip(question)) > 0) & (
-        tf.strings.length(tf.strings.strip(passage)) > 0)
+    real = positions < total[:, None]
+    packed = {"input_word_ids": ids, "input_mask": tf.cast(real, tf.int32),
+              "input_type_ids": tf.cast(real & (positions >= offset[:, None]), tf.int32)}
+    out = module.model_outputs(packed)
+    start_logits = tf.where(real, tf.cast(out["start_logits"], tf.float64), _NEG_INF)
+    end_logits = tf.where(real, tf.cast(out["end_logits"], tf.float64), _NEG_INF)
+
+    # Candidates of each window: its n_best_size best starts x best ends.
+    k = tf.minimum(tf.cast(source.n_best_size, tf.int64), seq)
+    top_start = tf.math.top_k(start_logits, tf.cast(k, tf.int32)).indices
+    top_end = tf.math.top_k(end_logits, tf.cast(k, tf.int32)).indices
+    top_start, top_end = tf.cast(top_start, tf.int64), tf.cast(top_end, tf.int64)
+
+    def in_passage(p):
+        return (p >= offset[:, None]) & (p < (offset + length)[:, None])
+
+    token_of_start = start[:, None] + top_start - offset[:, None]  # passage token index
+    is_max_context = _is_max_context(token_of_start, index, tf.gather(n_tokens, example),
+                                     tf.gather(room, example), tf.gather(step, example),
+                                     tf.gather(windows, example))
+    i, j = top_start[:, :, None], top_end[:, None, :]
+    ok = ((in_passage(top_start) & is_max_context)[:, :, None] & in_passage(top_end)[:, None, :]
+          & (j >= i) & (j - i + 1 <= source.max_answer_length))
+    score = (tf.gather(start_logits, top_start, batch_dims=1)[:, :, None]
+             + tf.gather(end_logits, top_end, batch_dims=1)[:, None, :])
+    per_window = k * k
+    flat_ok = tf.reshape(ok, [count, -1])
+    flat_score = tf.reshape(tf.where(ok, score, _NEG_INF), [count, -1])
+
+    # The best candidate of each question: highest score, then the earliest in
+    # (window, start rank, end rank) order, as predict's stable sort keeps it.
+    best_score = tf.math.unsorted_segment_max(tf.reduce_max(flat_score, axis=1), example,
+                                              batch)
+    order = tf.range(count)[:, None] * per_window + tf.range(per_window)[None, :]
+    never = count * per_window
+    chosen = flat_ok & (flat_score == tf.gather(best_score, example)[:, None])
+    first = tf.math.unsorted_segment_min(
+        tf.reduce_min(tf.where(chosen, order, never), axis=1), example, batch)
+    has_span = first < never
+    first = tf.where(has_span, first, 0)
+    window, rank = first // per_window, first % per_window
+    start_token = (tf.gather(start, window) - tf.gather(offset, window)
+                   + tf.gather_nd(top_start, tf.stack([window, rank // k], axis=1)))
+    end_token = (tf.gather(start, window) - tf.gather(offset, window)
+                 + tf.gather_nd(top_end, tf.stack([window, rank % k], axis=1)))
+    char_start = _passage_value(p_starts, start_token, has_span)
+    char_end = _passage_value(p_ends, end_token, has_span)
+
+    keep = has_span & ~_blank(question) & ~_blank(passage)
     if source.null_score_diff_threshold is not None:
-        null_score = start_logits[:, 0] + end_logits[:, 0]
-        keep &= ~(null_score - best_score > source.null_score_diff_threshold)
-    out["answer"] = tf.where(keep, answer, "")
-    return out
+        null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], example,
+                                            batch)
+        keep &= ~(null - best_score > source.null_score_diff_threshold)
+    answer = tf.strings.substr(passage, tf.cast(char_start, tf.int32),
+                               tf.cast(char_end - char_start, tf.int32), unit="UTF8_CHAR")
+    return {
+        "answer": tf.where(keep, answer, ""),
+        "answer_start": tf.where(keep, tf.cast(char_start, tf.int32), -1),
+        "answer_end": tf.where(keep, tf.cast(char_end, tf.int32), -1),
+        "score": tf.where(has_span, tf.cast(best_score, tf.float32), 0.0),
+        "has_answer": keep,
+    }
+
+
+def _blank(text):
+    return tf.strings.regex_full_match(text, BLANK_PATTERN)
+
+
+def _passage_value(ragged, token, present):
+    """`ragged[b, token[b]]` per question (0 where `present` is False)."""
+    flat = tf.concat([ragged.flat_values, tf.zeros([1], ragged.flat_values.dtype)], axis=0)
+    where = tf.where(present, ragged.row_starts() + token, tf.size(flat, out_type=tf.int64) - 1)
+    return tf.gather(flat, where)
+
+
+def _is_max_context(token, index, num_tokens, room, step, windows):
+    """Whether each candidate start `token` ([windows, k] passage token indices) has its
+    max context in its own window (`index`): run_squad's score min(left, right) + 0.01
+    * window length, over every window of the question that holds the token, the first
+    best window winning (`max_context_windows` in Python)."""
+    most = tf.reduce_max(windows)
+    other = tf.range(most)[None, :]  # [1, most]: every window number
+    other_start = other * step[:, None]
+    other_length = tf.minimum(num_tokens[:, None] - other_start, room[:, None])
+    other_end = other_start + other_length - 1  # [windows, most]
+    t = token[:, :, None]
+    s, e = other_start[:, None, :], other_end[:, None, :]
+    holds = (other < windows[:, None])[:, None, :] & (t >= s) & (t <= e)
+    score = (tf.cast(tf.minimum(t - s, e - t), tf.float64)
+             + 0.01 * tf.cast(other_length, tf.float64)[:, None, :])
+    score = tf.where(holds, score, _NEG_INF)
+    best = tf.reduce_max(score, axis=2, keepdims=True)
+    first_best = tf.reduce_min(tf.where(holds & (score == best), other[:, None, :], most),
+                               axis=2)
+    return first_best == index[:, None]

@@ -16,6 +16,7 @@ checksum, casing, lengths, label names, source, precision, export time) and
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 
@@ -25,6 +26,7 @@ from keras_bert import io
 from keras_bert.errors import ArgumentError
 from keras_bert.export.card import MODEL_CARD, describe_signature, model_card
 from keras_bert.export.hub import PREPROCESSOR_DIR, HubEncoder, Preprocessor
+from keras_bert.export.ops import serving_requirements, signature_ops
 from keras_bert.export.signatures import ServingModule
 from keras_bert.export.source import ExportSource
 from keras_bert.export.warmup import check_serving_api, write_warmup_requests
@@ -50,7 +52,8 @@ def next_version(model_dir: str) -> int:
 
 def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name: str,
                        precision: str = "float32", jit_compile: bool = False,
-                       warmup: bool = True, text: bool = True) -> tuple[str, dict]:
+                       warmup: bool = True, text: bool = True,
+                       serving_compatible: bool = False) -> tuple[str, dict]:
     """Writes `source` to `output_dir/name/<next version>/`, atomically.
 
     Args:
@@ -64,6 +67,12 @@ def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name
         text: add the `serve_text` signature. Without it the SavedModel has no
             tensorflow-text ops, for model servers built without them (the encoder's
             preprocessor SavedModel is written either way).
+        serving_compatible: tokenize with TensorFlow core ops only (no tensorflow-text
+            op in any signature or the preprocessor), so that any stock TF Serving
+            loads the model; the ids are the same, tokenizing is slower.
+
+    The model card's `ops` lists each signature's ops outside TensorFlow core with the
+    first tensorflow-text and TF Serving releases that register them.
 
     Returns:
         (the version directory, the model card).
@@ -74,6 +83,8 @@ def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name
     io.check_writable(model_dir, kind="directory", what="output_dir")
     if warmup:
         check_serving_api()
+    if serving_compatible:
+        source = dataclasses.replace(source, tokenizer=source.tokenizer.core_ops())
     module = (HubEncoder if source.kind == "encoder" else ServingModule)(
         source, jit_compile, text)
     signatures = {"serving_default": module.serve_ids.get_concrete_function()}
@@ -81,7 +92,9 @@ def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name
         signatures["serve_text"] = module.serve_text.get_concrete_function()
     version = next_version(model_dir)
     described = {k: describe_signature(v) for k, v in signatures.items()}
-    card = model_card(source, precision, described, jit_compile, version, name, text)
+    ops = serving_requirements({k: signature_ops(v) for k, v in signatures.items()})
+    card = model_card(source, precision, described, jit_compile, version, name, text,
+                      ops=ops, serving_compatible=serving_compatible)
 
     def write(directory):
         tf.saved_model.save(module, directory, signatures=signatures)

@@ -175,6 +175,11 @@ def _finetuned_source(path: str, precision: str, max_seq_length: int | None) -> 
     encoder_config = model.encoder.config
     seq = _seq_length(max_seq_length or settings.max_seq_length, encoder_config,
                       explicit=max_seq_length is not None)
+    if kind == "span_labeler" and seq <= settings.max_query_length + 3:
+        raise ArgumentError(f"max_seq_length {seq} leaves no room for the passage after a "
+                            f"question of max_query_length {settings.max_query_length} "
+                            "and [CLS], [SEP], [SEP]; give a larger --max_seq_length.",
+                            field="max_seq_length")
     return ExportSource(model, kind, run.tokenizer, os.path.join(path, "vocab.txt"), seq,
                         source=path, task=task.name, **fields)
 
