@@ -7,6 +7,8 @@ import csv
 import json
 import math
 import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -107,6 +109,15 @@ def test_squad(tmp_path, task):
     assert main(["predict", "--model", str(out), "--task", task, "--input",
                  os.path.join(data, dev), "--output", str(output)]) == 0
     assert set(json.loads(output.read_text())) == ids
+    if task == "squad1":  # a fresh process, where nothing imported the task models yet
+        fresh = tmp_path / "fresh" / "predictions.json"
+        proc = subprocess.run([sys.executable, "-m", "keras_bert", "predict", "--model",
+                               str(out), "--task", task, "--input", os.path.join(data, dev),
+                               "--output", str(fresh), "--quiet"], capture_output=True,
+                              text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert json.loads(fresh.read_text()) == json.loads(output.read_text())
 
 
 def test_ner_and_its_feature_based_variant(tmp_path):

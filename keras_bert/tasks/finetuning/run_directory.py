@@ -119,6 +119,10 @@ def load_finetuned(path: str, task: str | None = None) -> FinetunedModel:
     saved.restore(record.get("task_config", {}))
     options = FinetuneOptions(**record["options"])
     check_keras_archive(model_path)  # Keras says "File not found" of a truncated one
+    # The task models register their Keras classes on import; some task modules import
+    # them only when they build a model, so a fresh `keras-bert predict` process of a
+    # SQuAD model would not know BertSpanLabeler.
+    import keras_bert.models  # noqa: F401
     model = keras.models.load_model(model_path, compile=False)
     tokenizer = BertTokenizer(os.path.join(path, "vocab.txt"), lower_case=record["lower_case"])
     return FinetunedModel(path, model, saved, tokenizer, options.feature_settings(), record)
