@@ -7,9 +7,15 @@ from conftest import REPO
 
 from keras_bert import BertConfig, BertEncoder, BertTokenizer
 from keras_bert.errors import ArgumentError, DataError
-from keras_bert.tasks.base import FeatureSettings, feature_dataset
+from keras_bert.tasks.base import FeatureSettings, feature_dataset, truncation_report
 from keras_bert.tasks.tagging import NerExample, NerTask
 from keras_bert.tasks.tagging_models import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger
+from keras_bert.tasks.windows import (
+    best_windows,
+    max_context_windows,
+    window_spans,
+    window_table,
+)
 
 DATA = os.path.join(REPO, "tests", "data", "tasks", "conll2003")
 TRAIN_TAGS = ("O", "B-LOC", "I-LOC", "I-MISC", "I-ORG", "I-PER")
@@ -74,35 +80,96 @@ def test_label_on_first_sub_token(small_tokenizer):
     assert features.lengths.tolist() == [7, 5]
     assert features.inputs["input_mask"].sum(axis=1).tolist() == [7, 5]
     assert not features.inputs["input_type_ids"].any()
-    assert features.extra["truncated_words"] == 0
+    # One feature per sentence that fits: nothing is windowed or cut.
+    assert features.example_index.tolist() == [0, 1]
+    assert features.extra["truncated_tokens"].tolist() == [0, 0]
+    assert features.extra["word_features"].tolist() == [0, 0, 0, 0, 1, 1]
     assert features.extra["word_positions"].tolist() == [1, 2, 4, 5, 1, 3]
     assert features.extra["word_splits"].tolist() == [0, 4, 6]
 
 
-def test_truncation_and_decode(small_tokenizer, tmp_path):
+def test_windows_and_decode(small_tokenizer, tmp_path):
     task = NerTask(labels=("O", "I-LOC", "I-PER"))
-    examples = [NerExample(("Anna", "visited", "Oslo", "."), ("I-PER", "O", "I-LOC", "O"))]
-    # Room for 3 pieces: anna visit ##ed; "Oslo" and "." are cut.
-    features = task.features(examples, small_tokenizer, FeatureSettings(max_seq_length=5))
-    assert features.inputs["input_word_ids"][0].tolist() == [2, 5, 6, 7, 3]
-    assert features.labels[0].tolist() == [-1, 2, 0, -1, -1]
-    assert features.extra["truncated_words"] == 2
-    # Word pieces cut: oslo and "." (anna visit ##ed oslo . = 5 pieces, room for 3).
-    assert features.extra["truncated_tokens"].tolist() == [2]
-    assert features.extra["word_positions"].tolist() == [1, 2, -1, -1]
-    logits = np.zeros((1, 5, 3), np.float32)
-    logits[0, 1, 2] = logits[0, 2, 1] = 5.0  # anna -> I-PER, visited -> I-LOC
-    logits[0, 3, 2] = 9.0  # a continuation piece: never read
-    predictions = task.decode(examples, features, logits)
-    assert predictions == [["I-PER", "I-LOC", "O", "O"]]
-    metrics = task.evaluate(examples, predictions)
-    assert metrics == pytest.approx({"precision": 0.5, "recall": 0.5, "f1": 0.5})
+    examples = [NerExample(("Anna", "visited", "Oslo", "."), ("I-PER", "O", "I-LOC", "O")),
+                NerExample(("Oslo",), ("I-LOC",))]
+    # anna visit ##ed oslo . = 5 pieces, 3 to a window, starts 1 apart: windows at
+    # pieces 0, 1 and 2. The second sentence fits in one.
+    settings = FeatureSettings(max_seq_length=5, doc_stride=1)
+    features = task.features(examples, small_tokenizer, settings)
+    assert features.inputs["input_word_ids"].tolist() == [
+        [2, 5, 6, 7, 3], [2, 6, 7, 8, 3], [2, 7, 8, 9, 3], [2, 8, 3, 0, 0]]
+    assert features.lengths.tolist() == [5, 5, 5, 3]
+    assert features.example_index.tolist() == [0, 0, 0, 1]
+    # Every window labels the first pieces it holds (##ed is no first piece).
+    per, loc, o, x = 2, 1, 0, IGNORE_LABEL
+    assert features.labels.tolist() == [[x, per, o, x, x], [x, o, x, loc, x],
+                                        [x, x, loc, o, x], [x, loc, x, x, x]]
+    # Max context, min(left, right) + 0.01 * 3: anna only in window 0; visit 1 in
+    # window 0 against 0 in window 1; oslo 0 in window 1 against 1 in window 2; "."
+    # only in window 2.
+    assert features.extra["word_features"].tolist() == [0, 0, 2, 2, 3]
+    assert features.extra["word_positions"].tolist() == [1, 2, 2, 3, 1]
+    assert features.extra["truncated_tokens"].tolist() == [0, 0]  # windows cut nothing
+    assert truncation_report(features, 5) == ("no example was cut to max_seq_length 5",
+                                              False)
+    logits = np.zeros((4, 5, 3), np.float32)
+    logits[0, 1, per] = logits[0, 2, loc] = 5.0  # anna -> I-PER, visited -> I-LOC
+    logits[2, 2, o] = logits[2, 3, per] = 5.0  # oslo -> O, "." -> I-PER
+    logits[3, 1, loc] = 5.0  # the second sentence's Oslo -> I-LOC
+    logits[1, 1, per] = logits[1, 3, per] = 9.0  # visit, oslo out of context: not read
+    logits[0, 3, per] = 9.0  # a continuation piece: never read
+    predictions = task.decode(examples, features, logits, settings)
+    assert predictions == [["I-PER", "I-LOC", "O", "I-PER"], ["I-LOC"]]
+    metrics = task.evaluate(examples, predictions)  # 2 of 4 chunks right, 2 of 3 found
+    assert metrics == pytest.approx({"precision": 1 / 2, "recall": 2 / 3, "f1": 4 / 7})
     path = str(tmp_path / "ner.txt")
     task.write_predictions(examples, predictions, path)
     assert open(path).read() == ("Anna I-PER I-PER\nvisited O I-LOC\nOslo I-LOC O\n"
-                                 ". O O\n\n")
+                                 ". O I-PER\n\nOslo I-LOC I-LOC\n\n")
     with pytest.raises(ArgumentError, match="outputs"):
         task.decode(examples, features, logits[0])
+    with pytest.raises(ArgumentError, match="outputs"):
+        task.decode(examples[:1], features, logits)
+
+
+def test_a_sentence_that_fits_is_not_windowed(small_tokenizer):
+    """doc_stride only matters past max_seq_length: the features are the same."""
+    task = NerTask(labels=("O", "I-PER"))
+    examples = [NerExample(("Anna", "visited", "Oslo"), ("I-PER", "O", "O"))]
+    one, other = (task.features(examples, small_tokenizer,
+                                FeatureSettings(max_seq_length=6, doc_stride=stride))
+                  for stride in (1, 128))
+    assert one.inputs["input_word_ids"].tolist() == [[2, 5, 6, 7, 8, 3]]
+    for a, b in ((one.inputs, other.inputs), (one.extra, other.extra)):
+        assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert np.array_equal(one.labels, other.labels)
+    with pytest.raises(ArgumentError, match="doc_stride"):
+        task.features(examples, small_tokenizer, FeatureSettings(doc_stride=0))
+
+
+def test_windows_in_tensorflow_equal_the_python_rule():
+    """`window_table` and `best_windows` (the exported graph's) against `window_spans`
+    and `max_context_windows` (the features') on every small case."""
+    lengths = list(range(0, 30))
+    for size in range(1, 8):
+        for stride in range(1, 10):
+            table = {k: v.numpy() for k, v in window_table(lengths, size, stride).items()}
+            expected = [window_spans(n, size, stride) for n in lengths]
+            got = [list(zip(table["start"][a:b].tolist(), table["length"][a:b].tolist()))
+                   for a, b in zip(table["splits"][:-1], table["splits"][1:])]
+            assert got == expected, (size, stride)
+            assert table["sequence"].tolist() == [i for i, e in enumerate(expected)
+                                                  for _ in e]
+            tokens = [t for n in lengths for t in range(n)]
+            sequences = [i for i, n in enumerate(lengths) for _ in range(n)]
+            best = best_windows(tokens, sequences, lengths, size, stride).numpy().tolist()
+            assert best == [int(w) for n, spans in zip(lengths, expected)
+                            for w in max_context_windows(spans, n)], (size, stride)
+    # Per-sequence window sizes (SQuAD: what the question leaves).
+    table = window_table([5, 5], [2, 4], 3)
+    assert table["start"].numpy().tolist() == [0, 2, 4, 0, 3]
+    assert table["length"].numpy().tolist() == [2, 2, 1, 4, 2]
+    assert best_windows([4, 2], [0, 1], [5, 5], [2, 4], 3).numpy().tolist() == [2, 0]
 
 
 def test_unknown_tags_and_config(small_tokenizer):
@@ -198,35 +265,61 @@ def test_feature_based_end_to_end(tokenizer, tmp_path):
     assert len(loaded.trainable_weights) == len(model.trainable_weights) == 14
 
 
+def _windowed_reference(tok, pieces_of, example, tags, seq, stride):
+    """Features of one example built piece by piece: run_squad's windows and max-context
+    score written out as loops. (ids, labels) per window, (window, position) per word."""
+    pieces, first = [], []  # (id, tag index or IGNORE_LABEL); each word's first piece
+    for word, tag in zip(example.words, example.tags):
+        first.append(len(pieces))
+        for k, piece in enumerate(pieces_of[word] or [tok.unk_id]):
+            pieces.append((piece, tags.index(tag) if k == 0 else IGNORE_LABEL))
+    room, windows, start = seq - 2, [], 0
+    while True:
+        windows.append((start, min(room, len(pieces) - start)))
+        if start + windows[-1][1] >= len(pieces):
+            break
+        start += min(room, stride)
+    rows = [([tok.cls_id] + [p for p, _ in pieces[s:s + n]] + [tok.sep_id],
+             [IGNORE_LABEL] + [t for _, t in pieces[s:s + n]] + [IGNORE_LABEL])
+            for s, n in windows]
+    where = []
+    for p in first:
+        scores = [(min(p - s, s + n - 1 - p) + 0.01 * n, -w) for w, (s, n) in enumerate(windows)
+                  if s <= p < s + n]
+        w = -max(scores)[1]
+        where.append((w, 1 + p - windows[w][0]))
+    return rows, where
+
+
 def test_features_match_a_word_by_word_reference(small_tokenizer):
-    """The vectorized alignment against the plain loop it replaces."""
+    """The vectorized windows and alignment against plain loops, on random sentences
+    some of which fit and some of which need two or more windows."""
     tok = small_tokenizer
     rng = np.random.default_rng(0)
     vocabulary = ["Anna", "visited", "Oslo", ".", "visit", "\u200b", "zebra"]
     tags = ["O", "I-PER", "B-PER", "I-LOC"]
     examples = [NerExample(tuple(vocabulary[i] for i in rng.integers(0, 7, n)),
                            tuple(tags[i] for i in rng.integers(0, 4, n)))
-                for n in rng.integers(1, 9, size=40)]
+                for n in rng.integers(1, 12, size=60)]
     task = NerTask(labels=tags)
+    pieces_of = {w: tok.tokenize(w).numpy().tolist() for w in vocabulary}
     seq = 7
-    features = task.features(examples, tok, FeatureSettings(max_seq_length=seq))
-    truncated = 0
-    for i, example in enumerate(examples):
-        ids, labels, positions = [tok.cls_id], [IGNORE_LABEL], []
-        for word, tag in zip(example.words, example.tags):
-            pieces = tok.tokenize(word).numpy().tolist() or [tok.unk_id]
-            positions.append(len(ids) if len(ids) < seq - 1 else -1)
-            truncated += positions[-1] < 0
-            for k, piece in enumerate(pieces):
-                if len(ids) < seq - 1:
-                    ids.append(piece)
-                    labels.append(tags.index(tag) if k == 0 else IGNORE_LABEL)
-        ids.append(tok.sep_id)
-        labels.append(IGNORE_LABEL)
-        pad = seq - len(ids)
-        assert features.inputs["input_word_ids"][i].tolist() == ids + [tok.pad_id] * pad
-        assert features.labels[i].tolist() == labels + [IGNORE_LABEL] * pad
+    for stride in (1, 2, 5):
+        features = task.features(examples, tok, FeatureSettings(max_seq_length=seq,
+                                                                 doc_stride=stride))
+        row, windowed = 0, 0
         splits = features.extra["word_splits"]
-        assert features.extra["word_positions"][splits[i]:splits[i + 1]].tolist() == positions
-        assert features.lengths[i] == len(ids)
-    assert features.extra["truncated_words"] == truncated > 0
+        for i, example in enumerate(examples):
+            rows, where = _windowed_reference(tok, pieces_of, example, tags, seq, stride)
+            windowed += len(rows) > 1
+            for ids, labels in rows:
+                pad = seq - len(ids)
+                assert features.inputs["input_word_ids"][row].tolist() == ids + [0] * pad
+                assert features.labels[row].tolist() == labels + [IGNORE_LABEL] * pad
+                assert features.lengths[row] == len(ids)
+                assert features.example_index[row] == i
+                row += 1
+            got = list(zip(features.extra["word_features"][splits[i]:splits[i + 1]].tolist(),
+                           features.extra["word_positions"][splits[i]:splits[i + 1]].tolist()))
+            assert got == [(row - len(rows) + w, p) for w, p in where]
+        assert row == len(features) and windowed > 10

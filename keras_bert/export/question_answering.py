@@ -32,6 +32,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from keras_bert.export.signatures import string_batches
+from keras_bert.tasks.windows import best_windows, window_table
 
 # What Python's `str.strip()` removes (RE2's \s is ASCII only; \p{Z} is Zs, Zl, Zp):
 # a question or passage of only these characters has no text (SquadExample's
@@ -39,25 +40,6 @@ from keras_bert.export.signatures import string_batches
 BLANK_PATTERN = r"[\t\n\x0b\x0c\r\x1c-\x1f\x85\p{Z}]*"
 
 _NEG_INF = float("-inf")
-
-
-def window_plan(num_tokens, max_tokens, doc_stride):
-    """`(windows per text, step between window starts)` of run_squad's rule, per text.
-
-    `num_tokens` and `max_tokens` are int64 [batch]; a text of no tokens gets one
-    (empty) window. `keras_bert.tasks.squad.features.window_spans` is the same rule for
-    one text, in Python.
-
-    Example:
-
-    >>> windows, step = window_plan(tf.constant([10, 3, 0], tf.int64),
-    ...                             tf.constant([4, 4, 4], tf.int64), 3)
-    >>> windows.numpy().tolist(), step.numpy().tolist()
-    ([3, 1, 1], [3, 3, 3])
-    """
-    step = tf.minimum(max_tokens, tf.cast(doc_stride, tf.int64))
-    beyond = tf.maximum(num_tokens - max_tokens, 0)
-    return 1 + (beyond + step - 1) // step, step
 
 
 def serve_questions(module, inputs):
@@ -79,13 +61,11 @@ def serve_questions(module, inputs):
     q_len = q_ids.row_lengths()
     n_tokens = p_ids.row_lengths()
     room = source.max_seq_length - q_len - 3  # passage pieces per window
-    windows, step = window_plan(n_tokens, room, source.doc_stride)
 
     # One row per window: its question, where it starts and how long it is.
-    example = tf.repeat(tf.range(batch), windows)
-    index = tf.ragged.range(windows).flat_values  # the window's number in its question
-    start = index * tf.gather(step, example)
-    length = tf.minimum(tf.gather(n_tokens, example) - start, tf.gather(room, example))
+    table = window_table(n_tokens, room, source.doc_stride)
+    example, start, length = table["sequence"], table["start"], table["length"]
+    index = tf.range(tf.size(example, out_type=tf.int64)) - tf.gather(table["splits"], example)
     offset = tf.gather(q_len, example) + 2  # the passage's first position
     pieces = tf.gather(p_ids.flat_values, tf.ragged.range(start, start + length)
                        + tf.gather(p_ids.row_starts(), example)[:, None])
@@ -114,9 +94,10 @@ def serve_questions(module, inputs):
         return (p >= offset[:, None]) & (p < (offset + length)[:, None])
 
     token_of_start = start[:, None] + top_start - offset[:, None]  # passage token index
-    is_max_context = _is_max_context(token_of_start, index, tf.gather(n_tokens, example),
-                                     tf.gather(room, example), tf.gather(step, example),
-                                     tf.gather(windows, example))
+    best = best_windows(tf.reshape(token_of_start, [-1]),
+                        tf.repeat(example, tf.shape(top_start, out_type=tf.int64)[1]),
+                        n_tokens, room, source.doc_stride)
+    is_max_context = tf.reshape(best, tf.shape(top_start)) == index[:, None]
     i, j = top_start[:, :, None], top_end[:, None, :]
     ok = ((in_passage(top_start) & is_max_context)[:, :, None] & in_passage(top_end)[:, None, :]
           & (j >= i) & (j - i + 1 <= source.max_answer_length))
@@ -170,25 +151,3 @@ def _passage_value(ragged, token, present):
     flat = tf.concat([ragged.flat_values, tf.zeros([1], ragged.flat_values.dtype)], axis=0)
     where = tf.where(present, ragged.row_starts() + token, tf.size(flat, out_type=tf.int64) - 1)
     return tf.gather(flat, where)
-
-
-def _is_max_context(token, index, num_tokens, room, step, windows):
-    """Whether each candidate start `token` ([windows, k] passage token indices) has its
-    max context in its own window (`index`): run_squad's score min(left, right) + 0.01
-    * window length, over every window of the question that holds the token, the first
-    best window winning (`max_context_windows` in Python)."""
-    most = tf.reduce_max(windows)
-    other = tf.range(most)[None, :]  # [1, most]: every window number
-    other_start = other * step[:, None]
-    other_length = tf.minimum(num_tokens[:, None] - other_start, room[:, None])
-    other_end = other_start + other_length - 1  # [windows, most]
-    t = token[:, :, None]
-    s, e = other_start[:, None, :], other_end[:, None, :]
-    holds = (other < windows[:, None])[:, None, :] & (t >= s) & (t <= e)
-    score = (tf.cast(tf.minimum(t - s, e - t), tf.float64)
-             + 0.01 * tf.cast(other_length, tf.float64)[:, None, :])
-    score = tf.where(holds, score, _NEG_INF)
-    best = tf.reduce_max(score, axis=2, keepdims=True)
-    first_best = tf.reduce_min(tf.where(holds & (score == best), other[:, None, :], most),
-                               axis=2)
-    return first_best == index[:, None]

@@ -9,9 +9,12 @@ official score (`keras_bert.metrics.ner_span_metrics`) reads chunks as conlleval
 
 As in the paper, each word's label sits on its first WordPiece; the other pieces,
 [CLS], [SEP] and padding carry the label `IGNORE_LABEL` (-1), which the models' default
-loss (`SparseCategoricalCrossentropy(ignore_class=-1)`) and accuracy skip. Sentences
-longer than the sequence are cut: a word whose first piece does not fit gets no
-prediction and is decoded as "O"; `Features.extra["truncated_words"]` counts them.
+loss (`SparseCategoricalCrossentropy(ignore_class=-1)`) and accuracy skip. A sentence
+longer than the sequence is cut into overlapping windows `doc_stride` pieces apart, as
+SQuAD passages are (`keras_bert.tasks.windows`), and each word is predicted in the
+window where it has the most context, so no word goes without a prediction. An
+exported model's `serve_text` (`keras_bert.export.word_labels`) does the same in the
+graph.
 
 The same data read from tensorflow-datasets (`conll2003`, see
 `keras_bert.tasks.tfds_source`): the `tokens` and the `ner` tags by name. tfds keeps no
@@ -35,6 +38,7 @@ from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, T
 from keras_bert.tasks.common import as_numpy_outputs, read_lines
 from keras_bert.tasks.tagging_models import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger
 from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
+from keras_bert.tasks.windows import max_context_windows, window_spans
 
 _TAG = re.compile(r"O|[BIES]-\S+")
 _TOKENIZE_BATCH = 65536  # words per tokenizer call
@@ -162,14 +166,42 @@ class NerTask(Task):
     # --- features and model ---------------------------------------------------------
     def features(self, examples: Sequence[NerExample], tokenizer,
                  settings: FeatureSettings) -> Features:
-        """`[CLS] pieces of every word [SEP]`, cut to `max_seq_length`.
+        """Windows `[CLS] pieces [SEP]` over each sentence's word pieces.
 
-        Labels [n, max_seq_length] hold each word's tag index on its first piece and
-        `IGNORE_LABEL` elsewhere (also for a tag missing from the label list, counted
-        in `extra["unknown_tags"]`). `extra` also holds "word_positions" (each word's
-        first-piece position, -1 when cut off; all examples' words in a row),
-        "word_splits" (example i's words are word_positions[splits[i]:splits[i+1]])
-        and "truncated_words" (how many words were cut off).
+        A sentence of at most `max_seq_length - 2` pieces is one feature, `[CLS] pieces
+        of every word [SEP]`. A longer one is cut into windows of `max_seq_length - 2`
+        pieces whose starts are `doc_stride` pieces apart (SQuAD's rule,
+        `keras_bert.tasks.windows`), one feature each; `example_index` maps them back.
+        Nothing is cut off: every piece is in some window.
+
+        Labels [n, max_seq_length] hold each word's tag index on its first piece in
+        every window that holds that piece, and `IGNORE_LABEL` elsewhere (also for a
+        tag missing from the label list, counted in `extra["unknown_tags"]`). Every
+        window, not only a word's max-context one, because each window is then
+        labelled as a sentence of its own would be: the model learns from every
+        position it reads, including a window's edges, where it still has to tag the
+        words that no other window holds (a sentence's first and last pieces). Words
+        in an overlap count in the loss once per window that holds them. A sentence
+        that fits, the usual case, is one window and unchanged. Predictions read each
+        word in its max-context window only (see `decode`).
+
+        `extra` also holds, per word of all examples in a row: "word_features" (the
+        feature of its max-context window) and "word_positions" (its first piece's
+        position there); "word_splits" (example i's words are rows
+        splits[i]:splits[i + 1] of those); `TRUNCATED_TOKENS` (0 for every example).
+
+        Example:
+
+        >>> from keras_bert import BertTokenizer
+        >>> tok = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
+        >>> task = NerTask(labels=("O", "B-PER"))
+        >>> f = task.features([NerExample(("a", "b", "a", "b"), ("O", "B-PER", "O", "O"))],
+        ...                   tok, FeatureSettings(max_seq_length=5, doc_stride=2))
+        >>> f.inputs["input_word_ids"].tolist(), f.labels.tolist()
+        ([[2, 5, 6, 5, 3], [2, 5, 6, 3, 0]], [[-1, 0, 1, 0, -1], [-1, 0, 0, -1, -1]])
+        >>> # The third word: min(2, 0) + .03 in window 0 beats min(0, 1) + .02 in window 1.
+        >>> f.extra["word_features"].tolist(), f.extra["word_positions"].tolist()
+        ([0, 0, 0, 1], [1, 2, 3, 2])
         """
         if not examples:
             raise ArgumentError("No examples to make features of.")
@@ -186,6 +218,10 @@ class NerTask(Task):
         if seq_length < 3:
             raise ArgumentError(f"max_seq_length must be >= 3, got {seq_length}.",
                                 field="max_seq_length")
+        if settings.doc_stride < 1:
+            raise ArgumentError(f"doc_stride must be >= 1, got {settings.doc_stride}.",
+                                field="doc_stride")
+        room = seq_length - 2  # pieces per window
         words = [w for e in examples for w in e.words]
         words_per_example = np.array([len(e.words) for e in examples], np.int64)
         piece_ids, piece_counts = self._tokenize_words(tokenizer, words)
@@ -203,37 +239,55 @@ class NerTask(Task):
         pieces_per_example = np.bincount(example_of_word, weights=counts,
                                          minlength=len(examples)).astype(np.int64)
         example_start = np.cumsum(pieces_per_example) - pieces_per_example
-        position = 1 + word_start - example_start[example_of_word]  # after [CLS]
-        cut = position >= seq_length - 1  # the last slot is [SEP]'s
-        piece_example = np.repeat(example_of_word, counts)
-        piece_position = 1 + np.arange(len(ids)) - example_start[piece_example]
-        kept = piece_position < seq_length - 1
+        word_offset = word_start - example_start[example_of_word]  # in its sentence
 
-        n = len(examples)
-        lengths = (np.minimum(pieces_per_example, seq_length - 2) + 2).astype(np.int32)
+        # The windows, sentence by sentence; a word's max-context window.
+        spans = [window_spans(int(n), room, settings.doc_stride) for n in pieces_per_example]
+        windows_per_example = np.array([len(s) for s in spans], np.int64)
+        first_window = np.cumsum(windows_per_example) - windows_per_example
+        window_example = np.repeat(np.arange(len(examples)), windows_per_example)
+        window_start = np.array([s for ss in spans for s, _ in ss], np.int64)
+        window_length = np.array([n for ss in spans for _, n in ss], np.int64)
+        word_splits = np.concatenate([[0], np.cumsum(words_per_example)])
+        best = np.zeros(len(words), np.int64)  # the only window of a sentence that fits
+        for i in np.flatnonzero(windows_per_example > 1):
+            rows = slice(word_splits[i], word_splits[i + 1])
+            best[rows] = max_context_windows(spans[i], int(pieces_per_example[i]))[
+                word_offset[rows]]
+        word_features = first_window[example_of_word] + best
+        word_positions = 1 + word_offset - window_start[word_features]  # after [CLS]
+
+        n = len(window_example)
+        piece_window = np.repeat(np.arange(n), window_length)
+        in_window = np.arange(len(piece_window)) - np.repeat(
+            np.cumsum(window_length) - window_length, window_length)
+        source = (example_start[window_example] + window_start)[piece_window] + in_window
+        lengths = (window_length + 2).astype(np.int32)
         word_ids = np.full((n, seq_length), tokenizer.pad_id, np.int32)
-        word_ids[piece_example[kept], piece_position[kept]] = ids[kept]
+        word_ids[piece_window, 1 + in_window] = ids[source]
         word_ids[:, 0] = tokenizer.cls_id
         word_ids[np.arange(n), lengths - 1] = tokenizer.sep_id
         mask = (np.arange(seq_length)[None, :] < lengths[:, None]).astype(np.int32)
 
-        extra = {"word_positions": np.where(cut, -1, position).astype(np.int32),
-                 "word_splits": np.concatenate([[0], np.cumsum(words_per_example)]),
-                 "truncated_words": int(cut.sum()), "unknown_tags": 0,
-                 TRUNCATED_TOKENS: np.maximum(pieces_per_example - (seq_length - 2),
-                                              0).astype(np.int32)}
+        extra = {"word_features": word_features,
+                 "word_positions": word_positions.astype(np.int32),
+                 "word_splits": word_splits, "unknown_tags": 0,
+                 # Windows, not truncation: no word piece is ever cut off.
+                 TRUNCATED_TOKENS: np.zeros(len(examples), np.int32)}
         labels = None
         if all(labelled):
             index = {tag: i for i, tag in enumerate(self.labels)}
             tag_ids = np.array([index.get(t, IGNORE_LABEL) for e in examples for t in e.tags],
                                np.int32)
             extra["unknown_tags"] = int(np.sum(tag_ids == IGNORE_LABEL))
+            piece_tag = np.full(len(ids), IGNORE_LABEL, np.int32)
+            piece_tag[word_start] = tag_ids  # on first pieces only
             labels = np.full((n, seq_length), IGNORE_LABEL, np.int32)
-            labels[example_of_word[~cut], position[~cut]] = tag_ids[~cut]
+            labels[piece_window, 1 + in_window] = piece_tag[source]
         inputs = {"input_word_ids": word_ids, "input_mask": mask,
                   "input_type_ids": np.zeros_like(word_ids)}
         return Features(inputs=inputs, labels=labels, lengths=lengths,
-                        example_index=np.arange(n, dtype=np.int64), extra=extra)
+                        example_index=window_example, extra=extra)
 
     @staticmethod
     def _tokenize_words(tokenizer, words):
@@ -261,27 +315,22 @@ class NerTask(Task):
     # --- predictions ----------------------------------------------------------------
     def decode(self, examples: Sequence[NerExample], features: Features, outputs,
                settings: FeatureSettings | None = None) -> list[list[str]]:
-        """Per example, a tag per word: the argmax at the word's first piece; "O" for a
-        word cut off by `max_seq_length`."""
+        """Per example, a tag per word: the argmax at the word's first piece in its
+        max-context window (the paper's first-piece rule; `features`)."""
         if self.labels is None:
             raise ArgumentError("This NerTask has no label list to decode with.")
         logits = as_numpy_outputs(outputs)
-        if logits.ndim != 3 or len(logits) != len(features) or len(examples) != len(features):
+        splits = features.extra["word_splits"]
+        if (logits.ndim != 3 or len(logits) != len(features)
+                or len(examples) != len(splits) - 1):
             raise ArgumentError(f"Expected outputs [{len(features)}, seq, "
-                                f"{len(self.labels)}] for {len(examples)} examples, got "
-                                f"{logits.shape}.", field="outputs")
-        positions, splits = features.extra["word_positions"], features.extra["word_splits"]
-        example_of_word = np.repeat(np.arange(len(features)), np.diff(splits))
-        guessed = np.zeros(len(positions), np.int64)  # "O" is label 0 when present
-        present = positions >= 0
-        guessed[present] = np.argmax(logits[example_of_word[present], positions[present]],
-                                     axis=-1)
-        labels = np.array(self.labels, dtype=object)
-        tags = np.where(present, labels[guessed], "O")
-        predictions = [None] * len(examples)
-        for feature, example in enumerate(features.example_index):
-            predictions[int(example)] = tags[splits[feature]:splits[feature + 1]].tolist()
-        return predictions
+                                f"{len(self.labels)}] for the {len(splits) - 1} examples "
+                                f"of the features, got {logits.shape} for "
+                                f"{len(examples)} examples.", field="outputs")
+        guessed = np.argmax(logits[features.extra["word_features"],
+                                   features.extra["word_positions"]], axis=-1)
+        tags = np.array(self.labels, dtype=object)[guessed]
+        return [tags[splits[i]:splits[i + 1]].tolist() for i in range(len(examples))]
 
     def evaluate(self, examples: Sequence[NerExample], predictions: Sequence) -> dict:
         """conlleval's entity precision, recall and F1 (fractions)."""

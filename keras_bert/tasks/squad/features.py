@@ -28,6 +28,7 @@ import tensorflow as tf
 from keras_bert.errors import ArgumentError
 from keras_bert.tasks.base import TRUNCATED_TOKENS, TRUNCATION_LIMIT, Features, FeatureSettings
 from keras_bert.tasks.squad.reading import SquadExample
+from keras_bert.tasks.windows import max_context_windows, window_spans
 
 logger = logging.getLogger("keras_bert")
 
@@ -63,50 +64,6 @@ def _tokenize(tokenizer, texts: Sequence[str], offsets: bool, batch_size: int = 
             pieces = [v[splits[row]:splits[row + 1]] for v in values]
             results.append(tuple(pieces) if offsets else pieces[0])
     return results
-
-
-def window_spans(num_tokens: int, max_tokens: int, doc_stride: int) -> list[tuple[int, int]]:
-    """run_squad's passage windows: `(start, length)` pairs of at most `max_tokens`
-    tokens whose starts are `doc_stride` apart, until the last one reaches the end.
-    An empty passage gets one empty window.
-
-    Example:
-
-    >>> window_spans(10, 4, 3)
-    [(0, 4), (3, 4), (6, 4)]
-    >>> window_spans(3, 4, 2)
-    [(0, 3)]
-    """
-    spans, start = [], 0
-    while True:
-        length = min(num_tokens - start, max_tokens)
-        spans.append((start, length))
-        if start + length >= num_tokens:
-            return spans
-        start += min(length, doc_stride)
-
-
-def max_context_windows(spans: Sequence[tuple[int, int]], num_tokens: int) -> np.ndarray:
-    """For each passage token, the index of the window where it has the most context.
-
-    run_squad's `_check_is_max_context`: a token's score in a window is
-    min(tokens left of it, tokens right of it) + 0.01 * window length; the first window
-    with the highest score wins.
-
-    Example:
-
-    >>> max_context_windows([(0, 4), (2, 4)], 6).tolist()  # token 2: 0+.04 vs 0+.04
-    [0, 0, 0, 1, 1, 1]
-    """
-    if num_tokens == 0:
-        return np.zeros(0, np.int64)
-    starts = np.array([s for s, _ in spans])[:, None]
-    lengths = np.array([n for _, n in spans])[:, None]
-    position = np.arange(num_tokens)[None, :]
-    ends = starts + lengths - 1
-    score = np.minimum(position - starts, ends - position) + 0.01 * lengths
-    score = np.where((position >= starts) & (position <= ends), score, -np.inf)
-    return score.argmax(axis=0)
 
 
 def answer_token_span(token_starts, token_ends, char_start: int, char_end: int
