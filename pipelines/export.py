@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "and outputs (CPUs with AMX/AVX512-BF16, GPUs) (default: %(default)s)")
     add("--max_seq_length", type=positive_int,
         help="tokens per sequence for serve_text, [CLS]/[SEP] included; longer texts are "
-             "truncated (default: the fine-tuning run's, else 128)")
+             "truncated, except SQuAD passages and NER sentences, read in windows "
+             "(default: the fine-tuning run's, else 128)")
     add("--vocab_file", help="vocab.txt of an encoder checkpoint (default: the one beside it)")
     add_boolean(parser, "do_lower_case", None,
                 "lower-case and strip accents; auto reads the checkpoint's "

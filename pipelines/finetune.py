@@ -97,7 +97,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="fine-tune N times with seeds seed..seed+N-1 and keep the best on dev "
              "(default: %(default)s)")
     add("--doc_stride", type=positive_int, default=_DEFAULTS.doc_stride,
-        help="SQuAD: tokens between passage windows (default: %(default)s)")
+        help="SQuAD and NER: word pieces between the starts of the windows over a passage "
+             "or sentence longer than --max_seq_length (default: %(default)s)")
     add("--max_query_length", type=positive_int, default=_DEFAULTS.max_query_length,
         help="SQuAD: question tokens kept (default: %(default)s)")
     add("--max_answer_length", type=positive_int, default=_DEFAULTS.max_answer_length,

@@ -35,7 +35,8 @@ class FeatureSettings:
 
     Args:
         max_seq_length: tokens per sequence, [CLS]/[SEP] included.
-        doc_stride: SQuAD: tokens between the starts of consecutive passage windows.
+        doc_stride: SQuAD passages and NER sentences: tokens between the starts of
+            consecutive windows (`keras_bert.tasks.windows`).
         max_query_length: SQuAD: question tokens kept.
         max_answer_length: SQuAD: longest answer in tokens.
         n_best_size: SQuAD: candidates kept per question in the n-best list.

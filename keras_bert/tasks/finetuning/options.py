@@ -49,7 +49,7 @@ class FinetuneOptions:
         num_restarts: fine-tune this many times (seeds seed, seed+1, ...) and keep the
             run with the best dev score (the paper's choice for small tasks).
         doc_stride, max_query_length, max_answer_length, n_best_size: SQuAD windows
-            and decoding (see `FeatureSettings`).
+            and decoding, NER windows (doc_stride) (see `FeatureSettings`).
         precision: "float32" or "mixed_bfloat16".
         feature_based: tagging only: the paper's §5.3 feature-based model (frozen
             encoder, last four layers concatenated, a two-layer BiLSTM).
