@@ -46,6 +46,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_bert.basic_tokenizer import Words, basic_tokenize, map_strings, row_ids
+from keras_bert.core_wordpiece import CoreWordpiece
 from keras_bert.errors import VocabError
 from keras_bert.unicode_tables import basic_tokenizer_tables
 from keras_bert.vocab_io import (
@@ -277,6 +278,29 @@ class BertTokenizer(tf.Module):
         """The token strings of `ids` (any shape, ragged or not)."""
         return tf.gather(self._vocab_tensor, ids)
 
+    def core_ops(self) -> BertTokenizer:
+        """This tokenizer in core TensorFlow ops only (no tensorflow-text op in its graph).
+
+        For SavedModels served by images without tensorflow-text's ops (stock TF Serving
+        registers FastBertNormalize only from 2.12): every string takes the exact path,
+        with `keras_bert.core_wordpiece.CoreWordpiece` for WordPiece. Same ids and
+        offsets, slower. `get_config` of it rebuilds the default tokenizer.
+
+        >>> vocab = ["[PAD]", "[UNK]", "the", "great", "##est", "!", "cafe"]
+        >>> BertTokenizer(vocab).core_ops().tokenize(["The greatest!", "Café"]).to_list()
+        [[2, 3, 4, 5], [6]]
+        """
+        clone = BertTokenizer.from_config(self.get_config())
+        clone._fast = None
+        clone._wordpiece = CoreWordpiece(self._vocabulary, UNK_TOKEN, self._max_chars_per_word)
+        return clone
+
+    @property
+    def tables(self) -> tf.Module | None:
+        """What a SavedModel using this tokenizer must track: `core_ops()`'s WordPiece
+        lookup table, or None (the default tokenizer holds constants only)."""
+        return self._wordpiece if self._fast is None else None
+
     # --- serialization ----------------------------------------------------------------------
     def get_config(self) -> dict:
         """Everything needed to rebuild the tokenizer, vocabulary included."""
@@ -299,6 +323,8 @@ class BertTokenizer(tf.Module):
     # --- internals ------------------------------------------------------------------------
     def _tokenize_batch(self, text, offsets=None):
         """[batch] strings -> ragged ids (and offsets): the fast or the exact path per row."""
+        if self._fast is None:  # core_ops(): the exact path for every row
+            return self._exact_tokenize(text, offsets)
         if offsets is None:
             fast, exact = self._fast.tokenize, self._exact_tokenize
         else:

@@ -2,8 +2,10 @@
 
 Writes OUTPUT_DIR/NAME/VERSION/ (TF Serving's layout; VERSION is one more than the
 highest existing one, nothing is overwritten) with the signatures `serving_default`
-(token ids: input_word_ids, input_mask, input_type_ids) and `serve_text` (raw strings:
-text, and text_pair for pair tasks), the TF Serving warmup requests and the model card
+(token ids: input_word_ids, input_mask, input_type_ids; [batch, choices, seq] for a
+multiple-choice model) and `serve_text` (raw strings: text, and text_pair for pair
+tasks; text, text_pair and endings [batch, endings] for multiple choice), the TF
+Serving warmup requests and the model card
 assets.extra/keras_bert.json, which is printed. The SavedModel needs only TensorFlow and
 tensorflow-text where it runs. An encoder also gets VERSION/preprocessor/, a TF
 Hub-style preprocessing SavedModel (tokenize, bert_pack_inputs).

@@ -448,6 +448,57 @@ def test_tf_serving_layout_and_model_card(exports):
         assert a.read() == b.read()
 
 
+# The tensorflow-text ops serve_text may use by default (registered by stock TF Serving
+# 2.12 and later); everything else must be TensorFlow core.
+SERVE_TEXT_TEXT_OPS = {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
+
+
+@pytest.mark.parametrize("kind", ["encoder", "classifier", "regression", "span_labeler",
+                                  "tagger"])
+def test_exported_graph_ops_are_core_or_listed_in_the_card(exports, kind):
+    """Every op in the written SavedModel is a TensorFlow core op (`tf.raw_ops`) or one of
+    the two tokenizer ops, only in serve_text; the model card lists exactly those, with
+    the versions that register them."""
+    from keras_bert.export.ops import all_saved_model_ops, core_op_names, saved_model_ops
+
+    _, path, card = exports[kind]
+    core = core_op_names()
+    outside = all_saved_model_ops(path) - core
+    if kind == "encoder":  # and its TF Hub-style preprocessor
+        outside |= all_saved_model_ops(os.path.join(path, "preprocessor")) - core
+    assert outside <= SERVE_TEXT_TEXT_OPS, outside
+    per_signature = saved_model_ops(path)
+    assert per_signature["serving_default"] <= core
+    listed = card["ops"]["outside_tensorflow_core"]
+    assert listed["serving_default"] == []
+    assert {e["op"] for e in listed["serve_text"]} == per_signature["serve_text"] - core
+    assert all(e["package"] == "tensorflow-text" and e["first_tf_serving"]
+               for e in listed["serve_text"])
+    assert card["ops"]["oldest_stock_tf_serving"] == "2.12.0"
+    assert "RoundRobinTrim" not in str(all_saved_model_ops(path))
+
+
+def test_serving_compatible_export_has_only_core_ops_and_the_same_answers(exports, tmp_path,
+                                                                        capsys):
+    """`--serving_compatible`: no op outside TensorFlow core anywhere in the SavedModel
+    (what any stock TF Serving registers), the card says so, and serve_text gives the
+    default export's outputs (odd text included: invalid UTF-8, accents, CJK)."""
+    from keras_bert.export.ops import all_saved_model_ops, core_op_names
+
+    _, default_path, card = exports["classifier"]
+    path, compatible = _export(capsys, card["source_checkpoint"], tmp_path / "out", "mrpc",
+                               "--serving_compatible", "--nowarmup")
+    assert all_saved_model_ops(path) <= core_op_names()
+    assert compatible["serving_compatible"] is True
+    assert compatible["ops"]["tensorflow_core_only"] is True
+    assert compatible["ops"]["outside_tensorflow_core"]["serve_text"] == []
+    inputs = {k: tf.constant(v) for k, v in _text_inputs("classifier").items()}
+    got = tf.saved_model.load(path).signatures["serve_text"](**inputs)
+    want = tf.saved_model.load(default_path).signatures["serve_text"](**inputs)
+    np.testing.assert_allclose(got["logits"].numpy(), want["logits"].numpy(), atol=1e-6)
+    assert got["label"].numpy().tolist() == want["label"].numpy().tolist()
+
+
 def test_new_version_per_export_never_overwrites(exports, tmp_path, capsys):
     _, path, card = exports["regression"]
     target = tmp_path / "models"

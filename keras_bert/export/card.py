@@ -38,6 +38,7 @@ def model_card(source: ExportSource, precision: str, signatures: dict, jit_compi
         "lower_case": source.tokenizer.lower_case,
         "max_seq_length": source.max_seq_length,
         "label_names": None if source.label_names is None else list(source.label_names),
+        **({"num_choices": source.num_choices} if source.kind == "multiple_choice" else {}),
         "text_inputs": list(source.text_inputs) if text else [],
         "text_truncation": text_truncation(source) if text else None,
         "precision": precision, "xla": jit_compile,
@@ -66,9 +67,11 @@ def text_truncation(source: ExportSource) -> str:
                 "the window where its first piece has the most context, as `keras-bert "
                 "predict` labels it")
     if source.kind == "multiple_choice":
-        return (f"each (text, text_pair + ' ' + ending) pair longer than max_seq_length "
-                f"({source.max_seq_length}) word pieces, [CLS] and [SEP] included, is cut "
-                "as in fine-tuning (longest-first): the model sees its beginning only")
+        return ("each choice, [CLS] text [SEP] text_pair + ' ' + ending [SEP], longer than "
+                f"max_seq_length ({source.max_seq_length}) word pieces is cut as in "
+                "fine-tuning and `keras-bert predict` (google-research/bert's longest-first "
+                "rule: a piece off the end of the longer of the context and the "
+                "continuation until it fits)")
     return (f"a text (or pair) longer than max_seq_length ({source.max_seq_length}) word "
             "pieces, [CLS] and [SEP] included, is cut as in fine-tuning (google-research/"
             "bert's longest-first rule): the model sees its beginning only")

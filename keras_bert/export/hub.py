@@ -44,7 +44,9 @@ class Preprocessor(tf.Module):
 
     def __init__(self, tokenizer: BertTokenizer, vocab_file: str, seq_length: int):
         super().__init__(name="keras_bert_preprocessor")
-        self._tokenizer = tokenizer  # constants only; nothing to track
+        self._tokenizer = tokenizer  # constants, or the tables tracked below
+        if tokenizer.tables is not None:  # a core-ops tokenizer's lookup table
+            self.tokenizer_tables = tokenizer.tables
         self.vocab_file = tf.saved_model.Asset(vocab_file)
         self._seq_length = seq_length
         self.tokenize = tf.function(self._tokenize, input_signature=[

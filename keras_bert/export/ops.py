@@ -145,15 +145,15 @@ def custom_ops(ops) -> list[dict]:
 
 
 def serving_requirements(signature_op_sets: dict[str, set[str]]) -> dict:
-    """The model card's `ops` entry: per signature its non-core ops, and the oldest
-    stock TF Serving release that registers all of them (None if one is unknown;
-    "any" with TensorFlow core ops only)."""
+    """The model card's `ops` entry: per signature its non-core ops; whether that list
+    is empty (`tensorflow_core_only`: then the model needs no op a TF Serving build of
+    the exporting TensorFlow version lacks); and the oldest stock TF Serving release that
+    registers all the listed ops (None when there are none, or one is unknown)."""
     per_signature = {name: custom_ops(ops) for name, ops in sorted(signature_op_sets.items())}
     needed = [entry for entries in per_signature.values() for entry in entries]
-    if not needed:
-        oldest = "any"
-    elif any(entry["first_tf_serving"] is None for entry in needed):
+    if not needed or any(entry["first_tf_serving"] is None for entry in needed):
         oldest = None
     else:
         oldest = max((entry["first_tf_serving"] for entry in needed), key=_version)
-    return {"outside_tensorflow_core": per_signature, "oldest_stock_tf_serving": oldest}
+    return {"outside_tensorflow_core": per_signature, "tensorflow_core_only": not needed,
+            "oldest_stock_tf_serving": oldest}

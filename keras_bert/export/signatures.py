@@ -20,7 +20,16 @@ Outputs: encoder `pooled_output` [batch, H], `sequence_output` [batch, seq, H],
 `encoder_outputs` [batch, L, seq, H]; classifier `logits`, `probabilities`, `label`
 (the label names stored in the model); regression `score`; span labeler
 `start_logits`, `end_logits` and, from `serve_text` (question as `text`, passage as
-`text_pair`), `answer` ("" for an empty question or passage, never a failed request); tagger `logits` and per-token `labels` ("" on padding).
+`text_pair`), `answer`, `answer_start`, `answer_end`, `score` and `has_answer` over
+passages of any length (`keras_bert.export.question_answering`); tagger `logits` and
+per-token `labels` ("" on padding) from `serving_default`, and from `serve_text` a label
+per whitespace word with the words and their character offsets
+(`keras_bert.export.word_labels`).
+
+Multiple choice (SWAG) takes its ids as [batch, choices, seq] (any number of choices,
+each choice's row checked like a sequence above) and gives `logits` and
+`probabilities` [batch, choices] and `label`, the int32 index of the best choice; its
+`serve_text` is described in `keras_bert.export.multiple_choice`.
 """
 
 from __future__ import annotations
@@ -34,9 +43,11 @@ from keras_bert.export.source import ExportSource
 from keras_bert.preprocessing import pack_inputs
 
 
-def id_specs():
-    """The id inputs' specs: int32 [batch, seq] under the TF Hub BERT names."""
-    return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+def id_specs(choices: bool = False):
+    """The id inputs' specs: int32 [batch, seq] under the TF Hub BERT names, or
+    [batch, choices, seq] with `choices` (multiple choice)."""
+    shape = [None, None, None] if choices else [None, None]
+    return {name: tf.TensorSpec(shape, tf.int32, name=name) for name in INPUT_NAMES}
 
 
 def _text_specs(names):
@@ -58,6 +69,28 @@ def string_batches(inputs: dict) -> dict:
             message="text_pair must hold one string per text"))
     with tf.control_dependencies(checks):
         return {name: tf.reshape(value, [-1]) for name, value in inputs.items()}
+
+
+def choice_string_batches(inputs: dict) -> dict:
+    """Multiple choice's text inputs: `text` and `text_pair` as [batch] vectors (as
+    `string_batches` checks them) and `endings` as a [batch, endings] matrix with at
+    least one column; another rank, batch size or no column is INVALID_ARGUMENT
+    naming the input."""
+    endings = inputs["endings"]
+    strings = string_batches({k: v for k, v in inputs.items() if k != "endings"})
+    shape = tf.shape(endings)
+    checks = [tf.debugging.assert_equal(tf.rank(endings), 2, message=(
+        "endings must be a 2-D batch of strings, shape [batch, endings]"))]
+    with tf.control_dependencies(checks):  # the shape is read only once the rank is 2
+        checks = [
+            tf.debugging.assert_equal(shape[0], tf.size(strings["text"]), message=(
+                "endings must hold one row of endings per text")),
+            tf.debugging.assert_positive(shape[-1], message=(
+                "endings must hold at least one ending per text (\"\" for none)")),
+        ]
+    with tf.control_dependencies(checks):
+        strings["endings"] = tf.reshape(endings, [-1, shape[-1]])
+    return strings
 
 
 # The families whose `serve_text` is more than "tokenize, pack, run": kind -> (module,
@@ -83,15 +116,24 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
         self.variables = [v.value for v in model.variables]
         self.trainable_variables = [v.value for v in model.trainable_variables]
         self.vocab_file = tf.saved_model.Asset(source.vocab_file)
+        if source.tokenizer.tables is not None:  # a core-ops tokenizer's lookup table
+            self.tokenizer_tables = source.tokenizer.tables
         config = source.config
         self._vocab_size = config.vocab_size
         self._type_vocab_size = config.type_vocab_size
         self._max_positions = config.max_position_embeddings
         names = source.label_names
         self._label_names = None if names is None else tf.constant(list(names))
+        self._choices = source.kind == "multiple_choice"
         self.forward = tf.function(self._forward, jit_compile=jit_compile,
-                                   input_signature=[id_specs()])
-        self.serve_ids = tf.function(self._serve_ids, input_signature=[id_specs()])
+                                   input_signature=[id_specs(self._choices)])
+        self.serve_ids = tf.function(self._serve_ids,
+                                     input_signature=[id_specs(self._choices)])
+        # Looked up here, not while tracing (AutoGraph would try to convert the import).
+        self._text_server = None
+        if source.kind in _TEXT_SERVERS:
+            module_name, function = _TEXT_SERVERS[source.kind]
+            self._text_server = getattr(importlib.import_module(module_name), function)
         if text:  # without it the graph has no tensorflow-text ops
             self.serve_text = tf.function(self._serve_text,
                                           input_signature=[_text_specs(source.text_inputs)])
@@ -103,8 +145,11 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
 
     # The model, in inference mode, with float32 outputs.
     def _forward(self, inputs):
-        out = self._source.model(inputs, training=False)
         kind = self._source.kind
+        if kind == "multiple_choice":
+            logits = self._choice_logits(inputs)
+            return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
+        out = self._source.model(inputs, training=False)
         if kind == "encoder":
             return {"pooled_output": tf.cast(out["pooled_output"], tf.float32),
                     "sequence_output": tf.cast(out["sequence_output"], tf.float32),
@@ -120,9 +165,23 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
                     "end_logits": tf.cast(out["end_logits"], tf.float32)}
         return {"logits": tf.cast(out, tf.float32)}
 
+    def _choice_logits(self, inputs):
+        # BertMultipleChoice's own graph, with the choices folded into the batch here:
+        # the Keras model takes only the number of choices it was built with (its
+        # inputs are [batch, num_choices, seq]); its dropout is the identity at
+        # inference, so the encoder and the choice head are all there is to run.
+        model = self._source.model
+        shape = tf.shape(inputs["input_word_ids"])
+        flat = {k: tf.reshape(v, [-1, shape[-1]]) for k, v in inputs.items()}
+        pooled = model.encoder(flat, training=False)["pooled_output"]
+        scores = model.get_layer("choice_score")(pooled, training=False)
+        return tf.reshape(tf.cast(scores, tf.float32), shape[:2])
+
     def model_outputs(self, inputs):
         out = dict(self.forward(inputs))
-        if self._source.kind == "classifier":
+        if self._source.kind == "multiple_choice":  # endings have no names: an index
+            out["label"] = tf.argmax(out["logits"], axis=-1, output_type=tf.int32)
+        elif self._source.kind == "classifier":
             out["label"] = tf.gather(self._label_names, tf.argmax(out["logits"], axis=-1))
         elif self._source.kind == "tagger":
             labels = tf.gather(self._label_names, tf.argmax(out["logits"], axis=-1))
@@ -132,12 +191,14 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
     def _check_ids(self, inputs):
         ids, mask, types = (inputs[name] for name in INPUT_NAMES)
         shape = tf.shape(ids)
+        seq = shape[-1]  # [batch, seq], or [batch, choices, seq] (multiple choice)
+        row = "every choice of input_mask" if self._choices else "every row of input_mask"
         checks = [
             tf.debugging.assert_equal(tf.shape(mask), shape, message=(
                 "input_mask must have the shape of input_word_ids")),
             tf.debugging.assert_equal(tf.shape(types), shape, message=(
                 "input_type_ids must have the shape of input_word_ids")),
-            tf.debugging.assert_less_equal(shape[1], self._max_positions, message=(
+            tf.debugging.assert_less_equal(seq, self._max_positions, message=(
                 f"sequences are longer than the model's {self._max_positions} positions")),
             tf.debugging.assert_non_negative(ids, message="input_word_ids must be >= 0"),
             tf.debugging.assert_less(ids, self._vocab_size, message=(
@@ -147,13 +208,16 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
                 f"input_type_ids must be < type_vocab_size {self._type_vocab_size}")),
             tf.debugging.assert_equal(tf.reduce_all((mask == 0) | (mask == 1)), True,
                                       message="input_mask must hold only 0 and 1"),
-            tf.debugging.assert_positive(shape[1], message=(
+            tf.debugging.assert_positive(seq, message=(
                 "input_word_ids has sequence length 0; send at least [CLS] and [SEP]")),
             # A row with no token to attend to has no defined output: refused.
-            tf.debugging.assert_equal(tf.reduce_all(tf.reduce_max(mask, axis=1) > 0), True,
-                                      message="every row of input_mask needs a 1 (its "
-                                              "[CLS] at least); a row of 0s marks no token"),
+            tf.debugging.assert_equal(tf.reduce_all(tf.reduce_max(mask, axis=-1) > 0), True,
+                                      message=f"{row} needs a 1 (its [CLS] at least); a "
+                                              "row of 0s marks no token"),
         ]
+        if self._choices:  # the best of no choices is undefined
+            checks.append(tf.debugging.assert_positive(shape[1], message=(
+                "input_word_ids has 0 choices; send [batch, choices >= 1, seq]")))
         with tf.control_dependencies(checks):
             return {name: tf.identity(inputs[name]) for name in INPUT_NAMES}
 
@@ -170,9 +234,8 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
 
     def _serve_text(self, inputs):
         source = self._source
-        if source.kind in _TEXT_SERVERS:
-            module, function = _TEXT_SERVERS[source.kind]
-            return getattr(importlib.import_module(module), function)(self, inputs)
+        if self._text_server is not None:
+            return self._text_server(self, inputs)
         inputs = string_batches(inputs)
         tokenizer = source.tokenizer
         segments = [tokenizer.tokenize(inputs["text"])]

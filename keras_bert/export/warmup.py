@@ -18,7 +18,10 @@ WARMUP_FILE = "tf_serving_warmup_requests"
 
 
 def warmup_requests(source: ExportSource, model_name: str, text: bool = True) -> list:
-    """TF Serving warmup records (`PredictionLog`s) for each signature at a few shapes."""
+    """TF Serving warmup records (`PredictionLog`s) for each signature at a few shapes:
+    ids [batch, seq] ([batch, choices, seq] for multiple choice, at the model's number
+    of choices) and strings for each of `source.text_inputs` ([batch], and
+    [batch, choices] for `endings`)."""
     import numpy as np
     from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
@@ -35,20 +38,23 @@ def warmup_requests(source: ExportSource, model_name: str, text: bool = True) ->
         logs.append(prediction_log_pb2.PredictionLog(
             predict_log=prediction_log_pb2.PredictLog(request=request)))
 
+    # Multiple choice takes [batch, choices, seq] ids and [batch, choices] endings.
+    choices = ((source.num_choices or source.model.num_choices,)
+               if source.kind == "multiple_choice" else ())
     for batch, seq in ((1, 16), (8, 64), (1, source.max_seq_length)):
         seq = min(seq, source.max_seq_length)
-        ids = np.full((batch, seq), word, np.int32)
-        ids[:, 0], ids[:, -1] = tok.cls_id, tok.sep_id
+        shape = (batch, *choices, seq)
+        ids = np.full(shape, word, np.int32)
+        ids[..., 0], ids[..., -1] = tok.cls_id, tok.sep_id
         add("serving_default", {"input_word_ids": ids,
-                                "input_mask": np.ones((batch, seq), np.int32),
-                                "input_type_ids": np.zeros((batch, seq), np.int32)})
+                                "input_mask": np.ones(shape, np.int32),
+                                "input_type_ids": np.zeros(shape, np.int32)})
     token = tok.vocabulary[word]
     for batch, words in ((1, 8), (8, 40), (1, source.max_seq_length)) if text else ():
-        text = np.array([" ".join([token] * words)] * batch, dtype=object)
-        inputs = {"text": text}
-        if source.pair:
-            inputs["text_pair"] = text
-        add("serve_text", inputs)
+        value = " ".join([token] * words)
+        add("serve_text", {name: np.full((batch, *choices) if name == "endings" else (batch,),
+                                         value, dtype=object)
+                           for name in source.text_inputs})
     return logs
 
 
