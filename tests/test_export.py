@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 import pytest
 import tensorflow as tf
+from clean_process import run_clean_process
 from conftest import REPO, minilm_path
 
 from keras_bert import BertConfig, BertEncoder
@@ -55,50 +56,7 @@ PASSAGES = [b"It was written by Jane Austen in 1813.",
             "Die Türme stehen in 東京 and Paris, über dem Fluss.".encode(),
             b"Short passage.", b""]
 
-# A fresh process where keras_bert cannot be imported: it loads each SavedModel with
-# tensorflow and tensorflow_text only and runs the requested signatures.
-CLEAN_PROCESS = r'''
-import importlib.abc, json, sys
 
-class _NoKerasBert(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "keras_bert" or name.startswith("keras_bert."):
-            raise ImportError("keras_bert is not available in this process")
-
-sys.meta_path.insert(0, _NoKerasBert())
-repo = sys.argv[3]
-sys.path = [p for p in sys.path if p and p != repo and not p.startswith(repo + '/')]
-try:
-    import keras_bert  # noqa: F401
-    blocked = False
-except ImportError:
-    blocked = True
-
-import numpy as np
-import tensorflow as tf
-import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
-
-jobs = json.load(open(sys.argv[1]))
-inputs = np.load(sys.argv[1] + ".npz", allow_pickle=True)
-results = {}
-loaded = {}
-for key, (path, signature, names) in jobs.items():
-    if path not in loaded:
-        loaded[path] = tf.saved_model.load(path)
-    obj = loaded[path]
-    args = {n: tf.constant(inputs[key + "|" + n]) for n in names}
-    if signature == "tokenize":
-        ids = obj.tokenize(args["text"])
-        results[key + "|values"] = ids.flat_values.numpy()
-        results[key + "|splits"] = ids.row_splits.numpy()
-        continue
-    for name, value in obj.signatures[signature](**args).items():
-        results[key + "|" + name] = value.numpy()
-np.savez(sys.argv[2], **results)
-print(json.dumps({"blocked": blocked,
-                  "keras_bert_modules": sorted(m for m in sys.modules
-                                               if m.startswith("keras_bert"))}))
-'''
 
 
 def _config(vocab_size):
@@ -283,20 +241,7 @@ def clean_results(exports, tmp_path_factory):
     jobs["pre|tokenize"] = (os.path.join(exports["encoder"][1], "preprocessor"), "tokenize",
                             ["text"])
     arrays["pre|tokenize|text"] = np.array(INPUTS, dtype=object)
-    job_file = str(root / "jobs.json")
-    with open(job_file, "w") as f:
-        json.dump(jobs, f)
-    np.savez(job_file + ".npz", **arrays)
-    script = root / "clean_process.py"
-    script.write_text(CLEAN_PROCESS)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-I", str(script), job_file, str(root / "out.npz"),
-                           REPO], capture_output=True, text=True, cwd=root, env=env,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
-    with np.load(root / "out.npz", allow_pickle=True) as out:
-        return report, dict(out)
+    return run_clean_process(root, jobs, arrays)
 
 
 def test_clean_process_cannot_import_keras_bert(clean_results):
@@ -906,18 +851,8 @@ def test_real_minilm_checkpoint_export_matches_keras_in_a_clean_process(tmp_path
     arrays = {**{f"enc|ids|{k}": v for k, v in ids.items()},
               "enc|text|text": np.array(TEXT_BYTES, dtype=object),
               "pre|tokenize|text": np.array(INPUTS, dtype=object)}
-    job_file = str(tmp_path / "jobs.json")
-    with open(job_file, "w") as f:
-        json.dump(jobs, f)
-    np.savez(job_file + ".npz", **arrays)
-    (tmp_path / "clean.py").write_text(CLEAN_PROCESS)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-I", str(tmp_path / "clean.py"), job_file,
-                           str(tmp_path / "out.npz"), REPO], capture_output=True, text=True,
-                          cwd=tmp_path, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert json.loads(proc.stdout.strip().splitlines()[-1])["blocked"] is True
-    got = dict(np.load(tmp_path / "out.npz", allow_pickle=True))
+    report, got = run_clean_process(tmp_path, jobs, arrays, timeout=600)
+    assert report["blocked"] is True
     encoder = load_encoder(checkpoint)
     tok = BertTokenizer(os.path.join(checkpoint, "vocab.txt"), lower_case=True)
     packed = pack_inputs([tok.tokenize(tf.constant(TEXT_BYTES))], 64, cls_id=tok.cls_id,

@@ -16,13 +16,12 @@ import dataclasses
 import json
 import os
 import shutil
-import subprocess
-import sys
 import warnings
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from clean_process import run_clean_process
 from conftest import REPO
 
 from keras_bert import BertConfig, BertEncoder
@@ -45,44 +44,7 @@ ROWS = [
     ("emoji 😀 and ΣΊΣΥΦΟΣ", "MiXeD CaSe", "12345", "WoRdS", "tail words", "zero"),
 ]
 
-# A fresh process where keras_bert cannot be imported (tests/test_export.py's): it loads
-# the SavedModel with tensorflow and tensorflow_text only and runs the signatures.
-CLEAN_PROCESS = r'''
-import importlib.abc, json, sys
 
-class _NoKerasBert(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "keras_bert" or name.startswith("keras_bert."):
-            raise ImportError("keras_bert is not available in this process")
-
-sys.meta_path.insert(0, _NoKerasBert())
-repo = sys.argv[3]
-sys.path = [p for p in sys.path if p and p != repo and not p.startswith(repo + '/')]
-try:
-    import keras_bert  # noqa: F401
-    blocked = False
-except ImportError:
-    blocked = True
-
-import numpy as np
-import tensorflow as tf
-import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
-
-jobs = json.load(open(sys.argv[1]))
-inputs = np.load(sys.argv[1] + ".npz", allow_pickle=True)
-results = {}
-loaded = {}
-for key, (path, signature, names) in jobs.items():
-    if path not in loaded:
-        loaded[path] = tf.saved_model.load(path)
-    args = {n: tf.constant(inputs[key + "|" + n]) for n in names}
-    for name, value in loaded[path].signatures[signature](**args).items():
-        results[key + "|" + name] = value.numpy()
-np.savez(sys.argv[2], **results)
-print(json.dumps({"blocked": blocked,
-                  "keras_bert_modules": sorted(m for m in sys.modules
-                                               if m.startswith("keras_bert"))}))
-'''
 
 
 @pytest.fixture(autouse=True)
@@ -212,20 +174,7 @@ def clean_results(swag):
     arrays["text|text"] = np.array([r[0] for r in ROWS], dtype=object)
     arrays["text|text_pair"] = np.array([r[1] for r in ROWS], dtype=object)
     arrays["text|endings"] = np.array([list(r[2:]) for r in ROWS], dtype=object)
-    job_file = str(root / "jobs.json")
-    with open(job_file, "w") as f:
-        json.dump(jobs, f)
-    np.savez(job_file + ".npz", **arrays)
-    script = root / "clean_process.py"
-    script.write_text(CLEAN_PROCESS)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-I", str(script), job_file, str(root / "out.npz"),
-                           REPO], capture_output=True, text=True, cwd=root, env=env,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
-    with np.load(root / "out.npz", allow_pickle=True) as out:
-        return report, dict(out)
+    return run_clean_process(root, jobs, arrays)
 
 
 def test_clean_process_cannot_import_keras_bert(clean_results):
