@@ -85,15 +85,21 @@ def cases():
     return questions, passages
 
 
+@pytest.fixture(scope="module")
+def module_v1(model):
+    return _module(model)
+
+
 @pytest.mark.parametrize("version_2", [False, True])
-def test_serve_text_answers_are_predicts_answers(model, cases, version_2):
+def test_serve_text_answers_are_predicts_answers(model, module_v1, cases, version_2):
     questions, passages = cases
     threshold = 0.5 if version_2 else None
     features, predictions = _predict(model, questions, passages, version_2=version_2,
                                      threshold=threshold or 0.0)
     windows = np.bincount(features.example_index, minlength=len(questions))
     assert windows.max() >= 10 and (windows == 1).sum() >= 10  # many windows, and one
-    got = _serve(_module(model, threshold=threshold), questions, passages)
+    got = _serve(_module(model, threshold=threshold) if version_2 else module_v1, questions,
+                 passages)
     # predict's "empty" is run_squad's placeholder where no span is valid: no answer here.
     expected = ["" if p.text == "empty" else p.text for p in predictions]
     assert [a.decode("utf-8") for a in got["answer"]] == expected
@@ -110,8 +116,8 @@ def test_serve_text_answers_are_predicts_answers(model, cases, version_2):
                                        atol=1e-4)
 
 
-def test_empty_question_or_passage_gets_no_answer_in_a_batch_with_answers(model):
-    module = _module(model)
+def test_empty_question_or_passage_gets_no_answer_in_a_batch_with_answers(module_v1):
+    module = module_v1
     got = _serve(module, ["who wrote it ?", "", "who wrote it ?", " \u2003"],
                  ["written by jane austen .", "written by jane austen .", " ", "jane"])
     assert got["answer"].tolist()[1:] == [b"", b"", b""]
@@ -141,29 +147,31 @@ class _PointingModel(keras.Model):
                 "end_logits": 8.0 * tf.cast(ids == self._ids[1], tf.float32)}
 
 
-@pytest.mark.parametrize("first,last,expected", [
-    (9, 12, "w9 w10 w11 w12"),  # across window 0's end: window 1 holds it
-    (14, 17, "w14 w15 w16 w17"),  # the start's max-context window is the last
-    (0, 2, "w0 w1 w2"),  # the passage's first tokens
-    (17, 19, "w17 w18 w19"),  # its last
-])
-def test_answer_across_window_boundaries(model, first, last, expected):
+def test_answer_across_window_boundaries(model):
     """20 one-piece words, a 1-piece question, 16 positions: 12 passage tokens a window,
-    starts 0, 4, 8. The span's tokens are pointed at by a model; its answer is found in
-    the window where its start has the most context, as run_squad decodes it."""
+    starts 0, 4, 8. A model points at a start word and an end word; the span is found
+    in the window where its start has the most context, as run_squad decodes it: across
+    window 0's end (window 1 holds it), with its start's best window the last, at the
+    passage's first and at its last tokens."""
     tok = _tokenizer()
     vocab = [t for t in tok.vocabulary if t.isalpha() and t.islower() and len(t) > 3]
-    words = vocab[:20]
-    passage = " ".join(words)
-    assert tok.tokenize(tf.constant([passage])).row_lengths().numpy().tolist() == [20]
-    pointing = _PointingModel(model.encoder, tok.token_to_id(words[first]),
-                              tok.token_to_id(words[last]))
+    words, start_word, end_word, question = vocab[:20], vocab[20], vocab[21], vocab[30]
+    cases = [(9, 12), (14, 17), (0, 2), (17, 19)]
+    passages, expected = [], []
+    for first, last in cases:
+        marked = list(words)
+        marked[first], marked[last] = start_word, end_word
+        passages.append(" ".join(marked))
+        expected.append(" ".join(marked[first:last + 1]))
+    assert tok.tokenize(tf.constant(passages)).row_lengths().numpy().tolist() == [20] * 4
+    pointing = _PointingModel(model.encoder, tok.token_to_id(start_word),
+                              tok.token_to_id(end_word))
     settings = FeatureSettings(max_seq_length=16, max_query_length=4, max_answer_length=5,
                                doc_stride=4, n_best_size=20)
-    features, (prediction,) = _predict(pointing, [vocab[30]], [passage], settings)
-    assert len(features) == 3
-    want = " ".join(words[int(w[1:])] for w in expected.split())
-    assert prediction.text == want
-    got = _serve(_module(pointing, settings), [vocab[30]], [passage])
-    assert got["answer"][0].decode() == want
-    assert passage[got["answer_start"][0]:got["answer_end"][0]] == want
+    features, predictions = _predict(pointing, [question] * 4, passages, settings)
+    assert len(features) == 12  # three windows each
+    assert [p.text for p in predictions] == expected
+    got = _serve(_module(pointing, settings), [question] * 4, passages)
+    assert [a.decode() for a in got["answer"]] == expected
+    assert [p[s:e] for p, s, e in zip(passages, got["answer_start"], got["answer_end"])] == (
+        expected)
