@@ -3,15 +3,20 @@
 - `source`: `load_export_source` reads a checkpoint or fine-tuned run into an
   `ExportSource` (the model at its precision, the tokenizer, lengths, label names).
 - `signatures`: `ServingModule`, the `serving_default` (ids) and `serve_text` (raw
-  text, tokenized in-graph) signatures.
+  text, tokenized in-graph) signatures; the families whose `serve_text` does more have a
+  module each: `question_answering` (SQuAD over passages of any length, in windows),
+  `word_labels` (NER, a label per whitespace word), `multiple_choice` (SWAG endings).
 - `hub`: the TF Hub pair: the reusable encoder SavedModel and its preprocessor.
 - `warmup`: TF Serving warmup requests (needs the `tensorflow-serving-api` extra).
+- `ops`: which ops a signature needs outside TensorFlow core, and the first
+  tensorflow-text and TF Serving releases that register them.
 - `card`: `model_card`, the JSON record of an export (`assets.extra/keras_bert.json`).
 - `saved_model`: `export_saved_model`, writing all of it as `OUTPUT_DIR/NAME/VERSION/`.
 """
 
 from keras_bert.export.card import MODEL_CARD, model_card
 from keras_bert.export.hub import PREPROCESSOR_DIR
+from keras_bert.export.ops import all_saved_model_ops, saved_model_ops, serving_requirements
 from keras_bert.export.saved_model import check_name, export_saved_model, next_version
 from keras_bert.export.source import (
     DEFAULT_SEQ_LENGTH,
@@ -29,7 +34,8 @@ from keras_bert.export.warmup import (
 
 __all__ = [
     "DEFAULT_SEQ_LENGTH", "KINDS", "MODEL_CARD", "PREPROCESSOR_DIR",
-    "WARMUP_FILE", "ExportSource", "check_name", "check_serving_api",
+    "WARMUP_FILE", "ExportSource", "all_saved_model_ops", "check_name", "check_serving_api",
     "export_saved_model", "is_finetuned_dir", "load_export_source", "model_card",
-    "next_version", "serving_api_available", "warmup_requests",
+    "next_version", "saved_model_ops", "serving_api_available", "serving_requirements",
+    "warmup_requests",
 ]
