@@ -153,6 +153,7 @@ def summarize(job: DemoJob, version_dir: str) -> None:
     paths, stages, report = job.paths, job.stages, job.report
     balance, finetuned = report["nsp_label_balance"], report["finetune"]
     stages.timings["total_s"] = round(time.monotonic() - stages.started, 1)
+    stages.timings["total_cpu_s"] = round(time.process_time() - stages.cpu_started, 1)
     report["timings"] = stages.timings
     report["paths"] = {**paths, "saved_model": version_dir}
     report = json.loads(json.dumps(report, default=float))  # numpy scalars as numbers

@@ -7,10 +7,13 @@ from?") drawn from the same documents."""
 from __future__ import annotations
 
 import ast
+import concurrent.futures
 import importlib.util
+import multiprocessing
 import os
 import random
 import re
+import sys
 import sysconfig
 
 from keras_bert.io import atomic_write
@@ -172,16 +175,25 @@ def file_document(path: str) -> list[str]:
     sentences: list[str] = []
 
     def collect(node) -> None:
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
-                             ast.AsyncFunctionDef)):
+        if isinstance(node, _DOCUMENTED):
             docstring = ast.get_docstring(node)
             if docstring:
                 sentences.extend(english_sentences(docstring))
-        for child in ast.iter_child_nodes(node):
-            collect(child)
+        # Definitions are statements, and statements sit only in the statement lists of
+        # other statements (and of except and case clauses), never in expressions: only
+        # those are walked, in the order ast.iter_child_nodes gives them.
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                for child in value:
+                    if isinstance(child, _HOLDS_STATEMENTS):
+                        collect(child)
 
     collect(tree)
     return sentences
+
+
+_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
 def corpus_documents(sources, max_chars: int, min_sentences: int = 40,
@@ -203,9 +215,10 @@ def corpus_documents(sources, max_chars: int, min_sentences: int = 40,
     for source in sources:
         files = python_files(source_directories([source]))
         documents, current, size = [], [], 0
-        for path in tqdm.tqdm(files, desc=f"corpus {source}", unit="file", leave=False,
-                              disable=not progress):
-            for sentence in file_document(path):
+        read = _file_documents(files)
+        for sentences in tqdm.tqdm(read, total=len(files), desc=f"corpus {source}",
+                                   unit="file", leave=False, disable=not progress):
+            for sentence in sentences:
                 if sentence not in seen:
                     seen.add(sentence)
                     current.append(sentence)
@@ -214,11 +227,29 @@ def corpus_documents(sources, max_chars: int, min_sentences: int = 40,
                 documents.append(current)
                 current = []
             if size >= per_source:
+                read.close()
                 break
         if len(current) >= 2:
             documents.append(current)
         corpus[source] = documents
     return corpus
+
+
+def _file_documents(files):
+    """`file_document` of each file, in order, parsed by one process per CPU core
+    (forked: `ast` parsing is pure Python; not once TensorFlow is loaded, whose threads
+    a fork does not copy). Closing the generator cancels the files not yet parsed."""
+    workers = min(os.cpu_count() or 1, 8)
+    if (workers < 2 or len(files) < 2 or "tensorflow" in sys.modules
+            or "fork" not in multiprocessing.get_all_start_methods()):
+        yield from map(file_document, files)
+        return
+    pool = concurrent.futures.ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("fork"))
+    try:
+        yield from pool.map(file_document, files, chunksize=4)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def is_held_out(index: int) -> bool:

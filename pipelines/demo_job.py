@@ -84,10 +84,13 @@ def demo_paths(out: str) -> dict[str, str]:
 
 
 class StageLog:
-    """Stage headers (progress lines, or JSON progress events) and their timings."""
+    """Stage headers (progress lines, or JSON progress events) and their timings: wall
+    seconds (`KEY_s`) and this process's CPU seconds (`KEY_cpu_s`, over all its
+    threads: what other processes on the machine change least)."""
 
     def __init__(self):
         self.started = time.monotonic()
+        self.cpu_started = time.process_time()
         self.timings: dict[str, float] = {}
         self._current = None
 
@@ -95,12 +98,13 @@ class StageLog:
         self.end()
         say(f"\n[{number}/{STAGES}] {title}")
         emit("progress", stage=key, number=number, of=STAGES, title=title)
-        self._current = (key, time.monotonic())
+        self._current = (key, time.monotonic(), time.process_time())
 
     def end(self) -> None:
         if self._current:
-            key, started = self._current
+            key, started, cpu_started = self._current
             self.timings[key + "_s"] = round(time.monotonic() - started, 1)
+            self.timings[key + "_cpu_s"] = round(time.process_time() - cpu_started, 1)
             self._current = None
 
 

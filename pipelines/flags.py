@@ -410,10 +410,18 @@ def json_progress_callback(what: str, total_steps: int | None = None, every: int
         def __init__(self):
             super().__init__()
             self.step = initial_step
+            self._epoch_steps = 0
 
+        def on_epoch_begin(self, epoch, logs=None):
+            self._epoch_steps = 0
+
+        # With steps_per_execution N, Keras calls this once per N steps with the last
+        # step's index: the event goes out at the first call at or past each interval.
         def on_train_batch_end(self, batch, logs=None):
-            self.step += 1
-            if self.step % every == 0 or self.step == total_steps:
+            previous = self.step
+            self.step += batch + 1 - self._epoch_steps
+            self._epoch_steps = batch + 1
+            if self.step // every > previous // every or self.step == total_steps:
                 emit("progress", stage=what, step=self.step, total_steps=total_steps,
                      **{k: float(v) for k, v in (logs or {}).items()})
 

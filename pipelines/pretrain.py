@@ -89,8 +89,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--log_steps", type=positive_int, default=_DEFAULTS.log_steps,
         help="steps per TensorBoard/train_log.jsonl record (default: %(default)s)")
     add("--steps_per_execution", type=positive_int, default=None,
-        help="steps per tf.function call (default: 1; on TPU the largest divisor of the "
-             "checkpoint and log intervals up to 1000)")
+        help="training steps per tf.function call; checkpoints, logs and a stop signal "
+             "wait for the call to end (default: the largest divisor of the checkpoint "
+             "and log intervals and --num_train_steps, up to 20; on TPU up to 1000)")
     add_boolean(parser, "jit_compile", None, "compile the train step with XLA (auto: Keras "
                 "decides)")
     add("--precision", "--mixed_precision", dest="mixed_precision", choices=TRAINING_PRECISIONS,

@@ -24,7 +24,7 @@ from training_support import (
 from keras_bert import BertConfig
 from keras_bert.pipelines.flags import EXIT_TERMINATED
 from keras_bert.training import Pretraining, PretrainingOptions, distribute
-from keras_bert.training.pretraining import _steps_per_execution
+from keras_bert.training.pretraining import steps_per_execution as _steps_per_execution
 
 # Two replicas: a global batch of 8 is 4 per replica. Dropout is off in the tiny config
 # and the masked-LM predictions per sequence vary (1 or 2), so the replicas' shares of
@@ -233,7 +233,8 @@ def test_tpu_defaults_bfloat16_and_many_steps_per_execution(monkeypatch):
     options = PretrainingOptions(num_train_steps=100_000, save_checkpoints_steps=1000,
                                  log_steps=100)
     assert _steps_per_execution(options, tpu=True) == 100
-    assert _steps_per_execution(options, tpu=False) == 1
+    assert _steps_per_execution(options, tpu=False) == 20  # one CPU replica
+    assert _steps_per_execution(options, tpu=False, replicas=2) == 1  # Mirrored
     assert _steps_per_execution(PretrainingOptions(save_checkpoints_steps=5000,
                                                    log_steps=5000), tpu=True) == 1000
 

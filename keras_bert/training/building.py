@@ -167,6 +167,8 @@ def build_dataset(info: validation.PretrainingDataInfo, model: BertPretrainer,
         seed=seed, shuffle_buffer_size=shuffle_buffer_size, drop_remainder=True,
         skip_batches=skip_batches)
     dataset = dataset.map(model.split_features, num_parallel_calls=tf.data.AUTOTUNE)
+    # The next batches are ready while a step runs.
+    dataset = dataset.prefetch(tf.data.AUTOTUNE)
     data_options = tf.data.Options()
     data_options.experimental_distribute.auto_shard_policy = (
         tf.data.experimental.AutoShardPolicy.DATA)

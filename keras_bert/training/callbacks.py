@@ -2,7 +2,12 @@
 for TensorBoard, and a progress bar.
 
 All three count steps globally: a run resumed at step 3000 logs, saves and shows
-progress from 3000 on, not from 0 as Keras's own callbacks would after a restart.
+progress from 3000 on, not from 0 as Keras's own callbacks would after a restart. With
+`steps_per_execution` N, Keras runs N steps per call of its train function and calls
+`on_train_batch_end` once after them with the last step's index: the callbacks act at
+the first execution end at or past each interval (exactly on it when N divides the
+interval and the start step, as `keras_bert.training.pretraining.steps_per_execution`
+chooses N).
 """
 
 from __future__ import annotations
@@ -46,8 +51,9 @@ class TrainingCheckpoint(keras.callbacks.Callback):
     `checkpoint` index file by an atomic rename, so a job killed at any moment leaves
     the last complete checkpoint as the latest one. The last `max_to_keep` are kept.
 
-    On SIGTERM (a preemption notice) or SIGINT (Ctrl-C), the current step finishes, a
-    checkpoint is saved and training stops; `preempted` is then True and `stop_signal`
+    On SIGTERM (a preemption notice) or SIGINT (Ctrl-C), the current step (with
+    `steps_per_execution` N: the current N steps) finishes, a checkpoint is saved and
+    training stops; `preempted` is then True and `stop_signal`
     names the signal ("SIGTERM" or "SIGINT"). A second SIGINT before the step ends
     raises `KeyboardInterrupt` at once (no checkpoint). A SIGINT that the process
     ignores (a background job's) stays ignored. Under a multi-worker strategy SIGTERM
@@ -192,7 +198,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         self._install_termination_handling()
 
     def on_train_batch_end(self, batch, logs=None):
-        self._step = self._initial_step + batch + 1
+        previous, self._step = self._step, self._initial_step + batch + 1
         if self._preemption_handler is not None:
             self._preemption_handler.save_checkpoint_if_preempted()
         elif self._terminate.is_set():
@@ -200,7 +206,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
             logger.warning("%s: saved %s at step %d; stopping.", self.stop_signal, path,
                            self._step)
             self._stop()
-        if self._step % self.save_steps == 0:
+        if self._step // self.save_steps > previous // self.save_steps:
             self.save()
 
     def on_train_end(self, logs=None):
@@ -264,9 +270,9 @@ class MetricsLogger(keras.callbacks.Callback):
         self._batch_logs: dict = {}
 
     def on_train_batch_end(self, batch, logs=None):
-        self._step = self.initial_step + batch + 1
+        previous, self._step = self._step, self.initial_step + batch + 1
         self._batch_logs = dict(logs or {})
-        if self._step % self.log_steps == 0:
+        if self._step // self.log_steps > previous // self.log_steps:
             self._log(self._step)
 
     def on_train_end(self, logs=None):

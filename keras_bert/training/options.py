@@ -30,9 +30,12 @@ class PretrainingOptions:
             `train_batch_size / gradient_accumulation_steps` sequences. The step
             options count updates; the progress bar, the checkpoint numbers and the
             `step` of train_log.jsonl count micro-batches.
-        steps_per_execution: steps per `tf.function` call (Keras's
-            `steps_per_execution`); None: 1, or on TPU the largest divisor of the
-            checkpoint and logging intervals up to 1000.
+        steps_per_execution: training steps per `tf.function` call (Keras's
+            `steps_per_execution`; the callbacks run between calls, so it must divide
+            `save_checkpoints_steps`, `log_steps` and `num_train_steps`, counted in
+            micro-batches); None: the largest divisor of the three, and of the step a
+            resumed run starts at, up to 20 (1000 on TPU). See
+            `keras_bert.training.pretraining.steps_per_execution`.
         save_checkpoints_steps: updates between checkpoints.
         keep_checkpoints: checkpoints kept.
         log_steps: updates per logging window (TensorBoard, train_log.jsonl).

@@ -42,12 +42,48 @@ from keras_bert.training.run_directory import LOGS, TRAIN_LOG, RunDirectory, run
 
 logger = logging.getLogger("keras_bert")
 
-_MAX_STEPS_PER_EXECUTION = 1000
+# The most steps `steps_per_execution` chooses by itself: on TPU one host round trip per
+# up to 1000 steps; elsewhere up to CPU_GPU_STEPS_PER_EXECUTION_CAP, which already takes
+# the per-step host work (Python, callbacks, progress bar) out of a tiny model's step
+# (benchmarks/pretraining_throughput.py --config demo) while a SIGTERM still waits for
+# at most that many steps before its checkpoint.
+TPU_STEPS_PER_EXECUTION_CAP = 1000
+CPU_GPU_STEPS_PER_EXECUTION_CAP = 20
 # The default options (frozen: one instance serves every call).
 _DEFAULT_OPTIONS = PretrainingOptions()
 
 
-def _steps_per_execution(options: PretrainingOptions, tpu: bool) -> int:
+def _largest_divisor(n: int, cap: int) -> int:
+    return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
+
+
+def steps_per_execution(options: PretrainingOptions, tpu: bool, start_step: int = 0,
+                        replicas: int = 1) -> int:
+    """Training steps per `tf.function` call (Keras's `steps_per_execution`) for a run
+    that starts at `start_step`: `options.steps_per_execution` if given (it must divide
+    the checkpoint, logging and training-step counts), else the largest divisor of all
+    three, and of `start_step`, up to `TPU_STEPS_PER_EXECUTION_CAP` on TPU and
+    `CPU_GPU_STEPS_PER_EXECUTION_CAP` on one CPU or GPU replica; 1 with several
+    replicas off TPU (Keras 3's multi-step train loop fails under MirroredStrategy:
+    "You must feed a value for placeholder tensor"). Callbacks run between executions, so
+    every checkpoint and log step stays on its interval, and a run resumed at any saved
+    step ends exactly at `num_train_steps`. A resumed run whose `start_step` the given
+    value does not divide (it was stopped under another value) runs with their greatest
+    common divisor.
+
+    Raises:
+        ArgumentError: the given value does not divide an interval (field
+            "steps_per_execution").
+
+    Example:
+
+    >>> steps_per_execution(PretrainingOptions(num_train_steps=2000,
+    ...     save_checkpoints_steps=400, log_steps=100), tpu=False)
+    20
+    >>> steps_per_execution(PretrainingOptions(num_train_steps=2000,
+    ...     save_checkpoints_steps=400, log_steps=100), tpu=False, start_step=30)
+    10
+    """
     intervals = [options.micro_steps(options.save_checkpoints_steps),
                  options.micro_steps(options.num_train_steps),
                  options.micro_steps(options.log_steps)]
@@ -60,11 +96,15 @@ def _steps_per_execution(options: PretrainingOptions, tpu: bool) -> int:
                     f"{name} ({interval} steps) must be a multiple of steps_per_execution "
                     f"{steps}: checkpoints and logs happen between executions.",
                     field="steps_per_execution")
-        return steps
-    if not tpu:
+        if start_step % steps:
+            logger.warning("Resuming at step %d, which steps_per_execution %d does not "
+                           "divide: running %d steps per execution.", start_step, steps,
+                           math.gcd(steps, start_step))
+        return math.gcd(steps, start_step)
+    if not tpu and replicas > 1:
         return 1
-    steps = math.gcd(*intervals)
-    return max(d for d in range(1, min(steps, _MAX_STEPS_PER_EXECUTION) + 1) if steps % d == 0)
+    cap = TPU_STEPS_PER_EXECUTION_CAP if tpu else CPU_GPU_STEPS_PER_EXECUTION_CAP
+    return _largest_divisor(math.gcd(*intervals, start_step), cap)
 
 
 def _build_from_element_spec(model: keras.Model, element_spec) -> None:
@@ -208,7 +248,8 @@ class Pretraining:
         per_replica = validation.check_batch(options.train_batch_size, replicas,
                                              options.gradient_accumulation_steps)
         on_tpu = distribute.is_tpu(strategy)
-        steps_per_execution = _steps_per_execution(options, on_tpu)
+        # Checked now; the resumed step (below) may lower it.
+        steps_per_execution(options, on_tpu, replicas=replicas)
         next_sentence = (options.next_sentence if options.next_sentence is not None
                          else info.settings.get("next_sentence_prediction", True))
         max_predictions = (info.max_predictions_per_seq or options.max_predictions_per_seq
@@ -232,7 +273,7 @@ class Pretraining:
                     optimizer=options.optimizer, weight_decay=options.weight_decay,
                     gradient_accumulation_steps=options.gradient_accumulation_steps)
                 model.compile(optimizer=optimizer, loss=pretraining_losses(next_sentence),
-                              metrics="auto", steps_per_execution=steps_per_execution,
+                              metrics="auto",
                               jit_compile="auto" if options.jit_compile is None
                               else options.jit_compile)
                 model.optimizer.build(model.trainable_variables)
@@ -251,6 +292,9 @@ class Pretraining:
                 f"num_train_steps {options.num_train_steps} ({self.total_steps} steps) is "
                 f"below the step the run in {output_dir} has reached ({self.start_step}); "
                 "a run can be extended, not shortened.", field="num_train_steps")
+        # Set before `fit` builds its train function (Keras reads it there).
+        model.steps_per_execution = execution_steps = steps_per_execution(
+            options, on_tpu, self.start_step, replicas)
         self.micro_batch_size = options.train_batch_size // options.gradient_accumulation_steps
         self.dataset = build_dataset(
             info, model, self.micro_batch_size, max_predictions, seed=options.seed,
@@ -264,7 +308,7 @@ class Pretraining:
             "input_files": list(info.files), "data_settings": info.settings,
             "strategy": type(strategy).__name__, "num_replicas": replicas,
             "num_workers": distribute.num_workers(strategy),
-            "per_replica_batch_size": per_replica, "steps_per_execution": steps_per_execution,
+            "per_replica_batch_size": per_replica, "steps_per_execution": execution_steps,
             "dtype_policy": policy, "jit_compile": bool(model.jit_compile),
             "init_checkpoint": init_checkpoint, "vocab_file": vocab_file,
             "settings": settings,
