@@ -90,8 +90,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="steps per TensorBoard/train_log.jsonl record (default: %(default)s)")
     add("--steps_per_execution", type=positive_int, default=None,
         help="training steps per tf.function call; checkpoints, logs and a stop signal "
-             "wait for the call to end (default: the largest divisor of the checkpoint "
-             "and log intervals and --num_train_steps, up to 20; on TPU up to 1000)")
+             "wait for the call to end (default: 1; on TPU the largest divisor of the "
+             "checkpoint and log intervals and --num_train_steps, up to 1000)")
     add_boolean(parser, "jit_compile", None, "compile the train step with XLA (auto: Keras "
                 "decides)")
     add("--precision", "--mixed_precision", dest="mixed_precision", choices=TRAINING_PRECISIONS,

@@ -233,7 +233,7 @@ def test_tpu_defaults_bfloat16_and_many_steps_per_execution(monkeypatch):
     options = PretrainingOptions(num_train_steps=100_000, save_checkpoints_steps=1000,
                                  log_steps=100)
     assert _steps_per_execution(options, tpu=True) == 100
-    assert _steps_per_execution(options, tpu=False) == 20  # one CPU replica
+    assert _steps_per_execution(options, tpu=False) == 1
     assert _steps_per_execution(options, tpu=False, replicas=2) == 1  # Mirrored
     assert _steps_per_execution(PretrainingOptions(save_checkpoints_steps=5000,
                                                    log_steps=5000), tpu=True) == 1000

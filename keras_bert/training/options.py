@@ -33,8 +33,8 @@ class PretrainingOptions:
         steps_per_execution: training steps per `tf.function` call (Keras's
             `steps_per_execution`; the callbacks run between calls, so it must divide
             `save_checkpoints_steps`, `log_steps` and `num_train_steps`, counted in
-            micro-batches); None: the largest divisor of the three, and of the step a
-            resumed run starts at, up to 20 (1000 on TPU). See
+            micro-batches); None: 1, or on TPU the largest divisor of the three, and of
+            the step a resumed run starts at, up to 1000. See
             `keras_bert.training.pretraining.steps_per_execution`.
         save_checkpoints_steps: updates between checkpoints.
         keep_checkpoints: checkpoints kept.
