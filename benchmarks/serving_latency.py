@@ -224,20 +224,12 @@ def _litert_file(source, workdir: str, quantize: str) -> tuple[str, str]:
 
 
 def _litert_interpreter(path: str, threads: int):
-    """(interpreter, runtime): ai-edge-litert's, else (tokenizer ops in the model)
-    TensorFlow's with tensorflow-text's LiteRT kernels."""
-    try:
-        from ai_edge_litert.interpreter import Interpreter
+    """(interpreter, runtime): `keras_bert.export.load_interpreter`, i.e. ai-edge-litert's
+    `InterpreterWithCustomOps` (else TensorFlow's) with tensorflow-text's LiteRT kernels."""
+    from keras_bert.export import load_interpreter
 
-        return Interpreter(model_path=path, num_threads=threads), "ai_edge_litert"
-    except (ImportError, ValueError, RuntimeError):
-        import tensorflow_text
-        from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
-
-        return InterpreterWithCustomOps(
-            model_path=path, num_threads=threads,
-            custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS
-        ), "tf.lite+tensorflow_text"
+    interpreter = load_interpreter(path, num_threads=threads)
+    return interpreter, type(interpreter).__module__.split(".")[0]
 
 
 def _litert_variants(source_args: dict, workdir: str, threads: int, shapes, reference):

@@ -10,11 +10,20 @@ assets.extra/keras_bert.json, which is printed. The SavedModel needs only Tensor
 tensorflow-text where it runs. An encoder also gets VERSION/preprocessor/, a TF
 Hub-style preprocessing SavedModel (tokenize, bert_pack_inputs).
 
+With `--format litert` it writes OUTPUT_DIR/NAME/VERSION/model.tflite instead (LiteRT,
+TensorFlow Lite: the same two signatures, tensorflow-text's LiteRT kernels and built-in
+ops only) with the same model card, its weights optionally quantized (`--quantize
+dynamic_int8` or `float16`); see keras_bert.export.litert. With `--format onnx`:
+OUTPUT_DIR/NAME/VERSION/model.onnx, the ids signature (serving_default) converted by
+tf2onnx (the `onnx` extra), float32; see keras_bert.export.onnx.
+
 Example:
 
     keras-bert export --checkpoint runs/sst2 --output_dir saved_models
     keras-bert export --checkpoint uncased_L-12_H-768_A-12 --name bert_base \\
         --precision mixed_bfloat16
+    keras-bert export --checkpoint runs/sst2 --format litert --quantize dynamic_int8
+    keras-bert export --checkpoint runs/sst2 --format onnx
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ import os
 import re
 import warnings
 
-from keras_bert.errors import InputNotFoundError
+from keras_bert.errors import ArgumentError, InputNotFoundError
 from keras_bert.pipelines.flags import (
     add_boolean,
     library_logging,
@@ -35,9 +44,27 @@ from keras_bert.pipelines.flags import (
 )
 from keras_bert.precision import PRECISIONS
 
+# --format -> (what it writes, the flags that only the SavedModel takes: name -> the value
+# that means "not given").
+FORMATS = {
+    "saved_model": "a SavedModel for TF Serving and TF Hub (default)",
+    "litert": "model.tflite for LiteRT (TensorFlow Lite), tensorflow-text's LiteRT "
+              "kernels and built-in ops only",
+    "onnx": "model.onnx of the ids signature (serving_default) through tf2onnx, float32 "
+            "(pip install 'keras_bert[onnx]')",
+}
+SAVED_MODEL_ONLY = {"precision": ("float32",), "xla": (False,),
+                    "serving_compatible": (False,), "warmup": (None, False)}
+QUANTIZE = ("none", "dynamic_int8", "float16")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
+    add("--format", default="saved_model", choices=sorted(FORMATS),
+        help="; ".join(f"{k}: {v}" for k, v in FORMATS.items()))
+    add("--quantize", default="none", choices=QUANTIZE,
+        help="litert only: none (float32), dynamic_int8 (int8 weights, embeddings "
+             "included, float activations) or float16 weights (default: %(default)s)")
     add("--checkpoint", required=True,
         help="a `keras-bert finetune` output directory, or an encoder checkpoint: Hugging "
              "Face directory, Google TF1 or tf-models-official TF2 checkpoint, or keras_bert "
@@ -94,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
     name = export.check_name(args.name or default_name(checkpoint))
     require_output_directory(args.output_dir, "--output_dir")
     require_output_directory(os.path.join(args.output_dir, name), "--output_dir/--name")
+    check_format_flags(args)
+    if args.format != "saved_model":
+        return run_other_format(args, checkpoint, name)
     warmup = args.warmup
     if warmup is None:
         warmup = export.serving_api_available()
@@ -111,6 +141,45 @@ def run(args: argparse.Namespace) -> int:
             source, args.output_dir, name, precision=args.precision, jit_compile=args.xla,
             warmup=warmup, text=args.serve_text,
             serving_compatible=args.serving_compatible)
+    print(json.dumps(card, indent=2, sort_keys=True))
+    print(f"Exported {card['kind']} to {path}")
+    return 0
+
+
+def check_format_flags(args: argparse.Namespace) -> None:
+    """A flag of another format than --format's is a mistake, not ignored."""
+    if args.format != "litert" and args.quantize != "none":
+        raise ArgumentError(f"--quantize {args.quantize} is for --format litert (the "
+                            f"{args.format} export keeps float weights).", field="quantize")
+    if args.format == "onnx":  # before any weights load
+        from keras_bert.export.onnx import check_onnx_converter
+
+        check_onnx_converter()
+    if args.format != "saved_model":
+        given = [k for k, unset in SAVED_MODEL_ONLY.items() if getattr(args, k) not in unset]
+        if given:
+            raise ArgumentError(f"--{given[0]} is for --format saved_model; --format "
+                                f"{args.format} takes none of "
+                                f"{', '.join('--' + k for k in SAVED_MODEL_ONLY)}.",
+                                field=given[0])
+
+
+def run_other_format(args: argparse.Namespace, checkpoint: str, name: str) -> int:
+    """The export of --format other than saved_model (one branch a format)."""
+    from keras_bert import export
+
+    with library_logging():
+        source = export.load_export_source(
+            checkpoint, max_seq_length=args.max_seq_length, vocab_file=args.vocab_file,
+            lower_case=args.do_lower_case)
+        if args.format == "litert":
+            path, card = export.export_litert(source, args.output_dir, name,
+                                              quantize=args.quantize, text=args.serve_text)
+        else:
+            path, card = export.export_onnx(source, args.output_dir, name)
+    missing = card.get("litert", {}).get("serve_text_missing_reason")
+    if missing:
+        warnings.warn(f"no serve_text signature: {missing}.", stacklevel=2)
     print(json.dumps(card, indent=2, sort_keys=True))
     print(f"Exported {card['kind']} to {path}")
     return 0

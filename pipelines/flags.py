@@ -398,10 +398,9 @@ def _json_default(value):
 
 def json_progress_callback(what: str, total_steps: int | None = None, every: int = 1,
                            initial_step: int = 0):
-    """A Keras callback that `emit`s a progress event every `every` training steps and
-    at each epoch's end (`what`: "pretrain", "finetune", ...), with the step (counted
-    from `initial_step`, where a resumed run starts), the total and the latest logs
-    (loss, accuracies). None unless --json is on."""
+    """A Keras callback `emit`ting progress every `every` steps and at each epoch's end
+    (`what`: "pretrain", ...): the step (from `initial_step`, where a resumed run
+    starts), the total and the latest logs. None unless --json is on."""
     if OUTPUT.mode != "json":
         return None
     import keras
@@ -409,23 +408,16 @@ def json_progress_callback(what: str, total_steps: int | None = None, every: int
     class JsonProgress(keras.callbacks.Callback):
         def __init__(self):
             super().__init__()
-            self.step = initial_step
-            self._epoch_steps = 0
-
-        def on_epoch_begin(self, epoch, logs=None):
-            self._epoch_steps = 0
-
-        # With steps_per_execution N, Keras calls this once per N steps with the last
-        # step's index: the event goes out at the first call at or past each interval.
-        def on_train_batch_end(self, batch, logs=None):
-            previous = self.step
-            self.step += batch + 1 - self._epoch_steps
+            self.step, self._epoch_steps = initial_step, 0
+        def on_train_batch_end(self, batch, logs=None):  # once per steps_per_execution
+            previous, self.step = self.step, self.step + batch + 1 - self._epoch_steps
             self._epoch_steps = batch + 1
             if self.step // every > previous // every or self.step == total_steps:
                 emit("progress", stage=what, step=self.step, total_steps=total_steps,
                      **{k: float(v) for k, v in (logs or {}).items()})
 
         def on_epoch_end(self, epoch, logs=None):
+            self._epoch_steps = 0
             emit("progress", stage=what, epoch=epoch + 1, step=self.step,
                  **{k: float(v) for k, v in (logs or {}).items()})
 

@@ -12,10 +12,25 @@
   tensorflow-text and TF Serving releases that register them.
 - `card`: `model_card`, the JSON record of an export (`assets.extra/keras_bert.json`).
 - `saved_model`: `export_saved_model`, writing all of it as `OUTPUT_DIR/NAME/VERSION/`.
+- `litert`: `export_litert`, the LiteRT (TensorFlow Lite) model
+  `OUTPUT_DIR/NAME/VERSION/model.tflite` with the same signatures and card (weights
+  float32, int8 or float16), and `LiteRTModel` to run one; `litert_text` is BERT's
+  tokenizer, packing and word splitting in LiteRT's ops (`LiteTokenizer`).
+- `onnx`: `export_onnx`, the ids signature as `OUTPUT_DIR/NAME/VERSION/model.onnx`
+  through tf2onnx (the `onnx` extra, imported only when converting).
 """
 
 from keras_bert.export.card import MODEL_CARD, model_card
 from keras_bert.export.hub import PREPROCESSOR_DIR
+from keras_bert.export.litert import (
+    LITERT_FILE,
+    QUANTIZATIONS,
+    LiteRTModel,
+    export_litert,
+    load_interpreter,
+)
+from keras_bert.export.litert_text import LITERT_TEXT_OPS, LiteTokenizer
+from keras_bert.export.onnx import ONNX_FILE, check_onnx_converter, export_onnx
 from keras_bert.export.ops import all_saved_model_ops, saved_model_ops, serving_requirements
 from keras_bert.export.saved_model import check_name, export_saved_model, next_version
 from keras_bert.export.source import (
@@ -33,7 +48,9 @@ from keras_bert.export.warmup import (
 )
 
 __all__ = [
-    "DEFAULT_SEQ_LENGTH", "KINDS", "MODEL_CARD", "PREPROCESSOR_DIR",
+    "DEFAULT_SEQ_LENGTH", "KINDS", "LITERT_FILE", "LITERT_TEXT_OPS", "MODEL_CARD",
+    "PREPROCESSOR_DIR", "QUANTIZATIONS", "LiteRTModel", "LiteTokenizer", "export_litert",
+    "load_interpreter", "ONNX_FILE", "check_onnx_converter", "export_onnx",
     "WARMUP_FILE", "ExportSource", "all_saved_model_ops", "check_name", "check_serving_api",
     "export_saved_model", "is_finetuned_dir", "load_export_source", "model_card",
     "next_version", "saved_model_ops", "serving_api_available", "serving_requirements",

@@ -1,0 +1,498 @@
+"""Writing a LiteRT (TensorFlow Lite) model: `export_litert`; running one: `LiteRTModel`.
+
+`export_litert` writes `OUTPUT_DIR/NAME/VERSION/model.tflite` with `export_saved_model`'s
+versioning (the next version, written to a hidden temporary directory and renamed into
+place once complete) and model card (`VERSION/assets.extra/keras_bert.json`, plus
+`format`, `quantize` and `litert`: custom ops, runtime limits, file size). Its
+signatures have the SavedModel's names, inputs and outputs:
+
+* `serving_default`: token ids (int32 [batch, seq]; [batch, choices, seq] for multiple
+  choice), any batch and sequence length;
+* `serve_text`: raw UTF-8 strings [batch], tokenized in the graph exactly like
+  `BertTokenizer.tokenize` (`keras_bert.export.litert_text`): encoder, classifier,
+  regression, multiple choice and tagger. A SQuAD model has `serving_default` only (the
+  card's `litert.serve_text_missing_reason` says why).
+
+Built-in ops and tensorflow-text's LiteRT kernels only (`LITERT_TEXT_OPS`, registered
+by `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`), no Flex op: the export reads
+the converted file's custom ops and fails on any other.
+
+LiteRT has no assert op, so the SavedModel's in-graph input checks cannot run: ids out
+of range still fail the call (LiteRT's gather refuses them), other bad input gives
+undefined outputs. `LiteRTModel` runs the SavedModel's checks in Python before each
+call (`ArgumentError` naming the input).
+
+`quantize`: "none" (float32), "dynamic_int8" (`tf.lite.Optimize.DEFAULT`: int8 weights,
+the embedding tables included, float activations) or "float16" (float16 weights).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert import io
+from keras_bert.encoder import INPUT_NAMES
+from keras_bert.errors import ArgumentError, KerasBertError
+from keras_bert.export.card import MODEL_CARD, describe_signature, model_card
+from keras_bert.export.litert_text import (
+    LITERT_TEXT_OPS,
+    LiteTokenizer,
+    byte_rows,
+    concat_rows,
+    gather_rows,
+    pack,
+    row_of,
+    split_words,
+)
+from keras_bert.export.multiple_choice import NO_ENDING
+from keras_bert.export.saved_model import check_name, next_version
+from keras_bert.export.signatures import ServingModule
+from keras_bert.export.source import ExportSource
+from keras_bert.export.word_labels import whitespace_code_points
+
+FORMAT = "litert"
+LITERT_FILE = "model.tflite"
+QUANTIZATIONS = ("none", "dynamic_int8", "float16")
+REGISTERER = "tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS"
+
+WORD_OUTPUTS = ("words", "labels", "word_start", "word_end")
+# What `tf.strings.strip` removes (ASCII whitespace), as bytes.
+ASCII_SPACE_BYTES = (9, 10, 11, 12, 13, 32)
+# serve_text per family; the span labeler (SQuAD windows and answer decoding over
+# passages) has none in LiteRT yet.
+TEXT_FAMILIES = ("encoder", "classifier", "regression", "multiple_choice", "tagger")
+NO_TEXT_REASON = {"span_labeler": (
+    "the SQuAD serve_text (windows over passages of any length, span decoding and answer "
+    "strings) is not written in LiteRT ops yet; tokenize the question and passage "
+    "outside and call serving_default")}
+
+
+class LiteRTModule(ServingModule):
+    """`ServingModule` for LiteRT: the same model outputs, `serving_default` without the
+    in-graph asserts (LiteRT has no assert op; `LiteRTModel` checks instead), and a
+    `serve_text` built from `keras_bert.export.litert_text`'s ops."""
+
+    def __init__(self, source: ExportSource, text: bool = True):
+        super().__init__(source, jit_compile=False, text=False)
+        self.text = text and source.kind in TEXT_FAMILIES
+        self.lite_tokenizer = LiteTokenizer(source.tokenizer) if self.text else None
+        if self.text:
+            shapes = {"endings": [None, None]}
+            specs = {name: tf.TensorSpec(shapes.get(name, [None]), tf.string, name=name)
+                     for name in source.text_inputs}
+            self.serve_text = tf.function(self._lite_text, input_signature=[specs],
+                                          autograph=False)  # plain graph code: faster
+
+    def _serve_ids(self, inputs):
+        return self.model_outputs(inputs)
+
+    def model_outputs(self, inputs):
+        """`ServingModule.model_outputs`, with strings picked by `tf.gather` only
+        (LiteRT has no string select)."""
+        kind = self.source.kind
+        out = dict(self.forward(inputs))
+        if kind == "multiple_choice":
+            out["label"] = tf.argmax(out["logits"], axis=-1, output_type=tf.int32)
+        elif kind in ("classifier", "tagger"):
+            names = tf.constant([*self.source.label_names, ""])
+            best = tf.argmax(out["logits"], axis=-1, output_type=tf.int32)
+            if kind == "classifier":
+                out["label"] = tf.gather(names, best)
+            else:  # "" on padding
+                out["labels"] = tf.gather(names, tf.where(
+                    inputs["input_mask"] > 0, best, len(self.source.label_names)))
+        return out
+
+    def pack_text(self, segments):
+        tok = self.source.tokenizer
+        return pack(segments, self.source.max_seq_length, tok.cls_id, tok.sep_id, tok.pad_id)
+
+    def _lite_text(self, inputs):
+        source = self.source
+        if source.kind == "multiple_choice":
+            return serve_choices(self, inputs)
+        if source.kind == "tagger":
+            return serve_words(self, inputs)
+        texts = [inputs["text"], inputs["text_pair"]] if source.pair else [inputs["text"]]
+        segments = self.lite_tokenizer.tokenize(*texts)
+        packed = self.pack_text(segments if source.pair else [segments])
+        out = self.model_outputs(packed)
+        if source.kind == "encoder":
+            out["input_mask"] = packed["input_mask"]
+        return out
+
+
+def has_text(strings):
+    """Whether each string keeps something after `tf.strings.strip` (a byte other than
+    ASCII whitespace)."""
+    b, splits = byte_rows([strings])
+    other = tf.reduce_all(b[:, None] != tf.constant(ASCII_SPACE_BYTES)[None, :], axis=1)
+    count = tf.math.unsorted_segment_sum(tf.cast(other, tf.int32), row_of(splits, tf.size(b)),
+                                         tf.size(splits) - 1)
+    return count > 0
+
+
+def serve_choices(module, inputs):
+    """Multiple choice's `serve_text` (`keras_bert.export.multiple_choice`) in LiteRT
+    ops. Sentence B of a choice, `text_pair + " " + ending`, is tokenized as the pieces
+    of `text_pair` then those of the ending: the space splits them, so the ids are the
+    same."""
+    text, pair, endings = inputs["text"], inputs["text_pair"], inputs["endings"]
+    batch, count = tf.shape(endings)[0], tf.shape(endings)[1]
+    tok = module.lite_tokenizer
+    flat = tf.reshape(endings, [-1])
+    choice_row = tf.range(batch * count) // count
+    text_ids, pair_ids, ending_ids = tok.tokenize(text, pair, flat)
+    contexts = gather_rows(text_ids, choice_row)
+    continuations = concat_rows(gather_rows(pair_ids, choice_row), ending_ids)
+    packed = module.pack_text([contexts, continuations])
+    out = module.model_outputs({k: tf.reshape(v, [batch, count, -1])
+                                for k, v in packed.items()})
+    present = tf.reshape(has_text(flat), [batch, count])
+    logits = tf.where(present, out["logits"], float("-inf"))
+    any_present = tf.reduce_any(present, axis=1)
+    out["probabilities"] = tf.where(present & any_present[:, None],
+                                    tf.nn.softmax(logits, axis=-1), 0.0)
+    out["label"] = tf.where(any_present, tf.argmax(logits, axis=-1, output_type=tf.int32),
+                            NO_ENDING)
+    return out
+
+
+def windows(num_tokens, room: int, stride: int):
+    """`keras_bert.tasks.windows.window_table` in int32: (sequence, start, length) of
+    every window and the row splits of the windows over the sequences."""
+    step = min(room, stride)
+    counts = 1 + (tf.maximum(num_tokens - room, 0) + step - 1) // step
+    splits = tf.concat([[0], tf.cumsum(counts)], axis=0)
+    sequence = row_of(splits, splits[-1])
+    start = (tf.range(splits[-1]) - tf.gather(splits, sequence)) * step
+    length = tf.minimum(tf.gather(num_tokens, sequence) - start, room)
+    return sequence, start, length, splits
+
+
+def best_windows(token, num_tokens, room: int, stride: int):
+    """`keras_bert.tasks.windows.best_windows` in int32: the max-context window (its
+    number in the sequence) of each token; `num_tokens` per token. The score
+    min(left, right) + 0.01 * length is compared as 100 * min(left, right) + length."""
+    step = min(room, stride)
+    count = 1 + (tf.maximum(num_tokens - room, 0) + step - 1) // step
+    first = tf.maximum(token - room + step, 0) // step
+    last = tf.minimum(token // step, count - 1)
+    k = first[:, None] + tf.range(-(-room // step))[None, :]  # the windows that may hold it
+    start = k * step
+    length = tf.minimum(num_tokens[:, None] - start, room)
+    position = token[:, None]
+    score = 100 * tf.minimum(position - start, start + length - 1 - position) + length
+    score = tf.where(k <= last[:, None], score, -1)
+    return first + tf.argmax(score, axis=1, output_type=tf.int32)
+
+
+def window_pieces(segment, window, start, length):
+    """Ragged [windows, (pieces)]: pieces start:start + length of row `window` of
+    `segment`."""
+    splits = tf.concat([[0], tf.cumsum(length)], axis=0)
+    row = row_of(splits, splits[-1])
+    source = (tf.gather(tf.cast(segment.row_starts(), tf.int32), tf.gather(window, row))
+              + tf.gather(start, row) + tf.range(splits[-1]) - tf.gather(splits, row))
+    return tf.RaggedTensor.from_row_splits(tf.gather(segment.flat_values, source),
+                                           tf.cast(splits, tf.int64), validate=False)
+
+
+def serve_words(module, inputs):
+    """The tagger's `serve_text` (`keras_bert.export.word_labels`) in LiteRT ops."""
+    source = module.source
+    tok, names = source.tokenizer, [*source.label_names, ""]
+    words, word_splits, starts, ends = split_words(inputs["text"], whitespace_code_points())
+    count = tf.size(starts)
+    word_text = row_of(word_splits, count)
+    pieces = module.lite_tokenizer.tokenize(words[:count])
+    lengths = tf.cast(pieces.row_lengths(), tf.int32)
+    empty = tf.cast(lengths == 0, tf.int32)  # a word of no pieces is [UNK]
+    unk = tf.RaggedTensor.from_row_splits(
+        tf.fill([tf.reduce_sum(empty)], tok.unk_id),
+        tf.cast(tf.concat([[0], tf.cumsum(empty)], axis=0), tf.int64), validate=False)
+    pieces = concat_rows(pieces, unk)
+    lengths = lengths + empty
+    nrows = tf.size(word_splits) - 1
+    text_pieces = tf.math.unsorted_segment_sum(lengths, word_text, nrows)
+    text_start = tf.cumsum(text_pieces, exclusive=True)
+    first_piece = tf.cumsum(lengths, exclusive=True) - tf.gather(text_start, word_text)
+    room = source.max_seq_length - 2
+    window, start, length, window_splits = windows(text_pieces, room, source.doc_stride)
+    segment = tf.RaggedTensor.from_row_splits(pieces.flat_values, tf.cast(tf.concat(
+        [[0], tf.cumsum(text_pieces)], axis=0), tf.int64), validate=False)
+    # Window w holds pieces start[w]:start[w] + length[w] of its text.
+    logits = module.model_outputs(module.pack_text([window_pieces(segment, window, start,
+                                                                  length)]))["logits"]
+    best = best_windows(first_piece, tf.gather(text_pieces, word_text), room,
+                        source.doc_stride)
+    feature = tf.gather(window_splits, word_text) + best
+    position = 1 + first_piece - tf.gather(start, feature)
+    guessed = tf.argmax(tf.gather_nd(logits, tf.stack([feature, position], axis=1)),
+                        axis=-1, output_type=tf.int32)
+    # At least one column: LiteRT's Python API cannot return an empty tensor
+    # (`LiteRTModel` cuts the column off again when no text has a word).
+    most = tf.reduce_max(tf.concat([word_splits[1:] - word_splits[:-1], [1]], axis=0))
+    j = tf.range(most)[None, :]
+    real = j < (word_splits[1:] - word_splits[:-1])[:, None]
+    at = tf.where(real, word_splits[:-1, None] + j, count)
+    padded_guess = tf.concat([guessed, [len(names) - 1]], axis=0)
+    return {"words": tf.gather(words, at),
+            "labels": tf.gather(tf.constant(names), tf.gather(padded_guess, at)),
+            "word_start": tf.gather(tf.concat([starts, [-1]], axis=0), at),
+            "word_end": tf.gather(tf.concat([ends, [-1]], axis=0), at),
+            "num_words": word_splits[1:] - word_splits[:-1]}
+
+
+def custom_ops_of(model: bytes) -> list[str]:
+    """The custom (non built-in) op names of a .tflite flatbuffer, sorted."""
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    codes = flatbuffer_utils.convert_bytearray_to_object(bytearray(model)).operatorCodes
+    return sorted({c.customCode.decode() for c in codes if c.customCode})
+
+
+def flat_signature(function, name: str):
+    """`function` (one dict argument, a tf.function with an input signature) as a
+    concrete function of keyword tensors called `name`: what the converter turns into
+    the LiteRT signature `name` with the same input names."""
+    (specs,) = function.input_signature
+    names = sorted(specs)
+
+    def call(*args):
+        return function(dict(zip(names, args)))
+
+    call.__name__ = name
+    return tf.function(call, input_signature=[specs[n] for n in names],
+                       autograph=False).get_concrete_function()
+
+
+def _convert(module: LiteRTModule, functions: dict, quantize: str) -> bytes:
+    # The converter saves what it is given: only the variables (the module's functions
+    # would be traced and saved again for nothing).
+    holder = tf.__internal__.tracking.AutoTrackable()
+    holder.variables = module.variables
+    converter = tf.lite.TFLiteConverter.from_concrete_functions(
+        [flat_signature(f, name) for name, f in functions.items()], holder)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    converter.allow_custom_ops = True  # tensorflow-text's; audited below
+    if quantize != "none":
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    if quantize == "float16":
+        converter.target_spec.supported_types = [tf.float16]
+    model = converter.convert()
+    unknown = sorted(set(custom_ops_of(model)) - set(LITERT_TEXT_OPS))
+    if unknown:
+        raise KerasBertError(f"the LiteRT model needs ops without a LiteRT kernel: "
+                             f"{', '.join(unknown)}; this export cannot run in LiteRT.")
+    return model
+
+
+def check_quantize(quantize: str) -> str:
+    """`quantize`, or `ArgumentError` unless one of `QUANTIZATIONS`."""
+    if quantize not in QUANTIZATIONS:
+        raise ArgumentError(f"quantize must be one of {', '.join(QUANTIZATIONS)}, got "
+                            f"{quantize!r}.", field="quantize")
+    return quantize
+
+
+def export_litert(source: ExportSource, output_dir: str | os.PathLike, name: str,
+                  quantize: str = "none", text: bool = True) -> tuple[str, dict]:
+    """Writes `source` as `output_dir/name/<next version>/model.tflite`, atomically.
+
+    Args:
+        source: from `load_export_source` at float32 (LiteRT computes in float32;
+            `quantize` makes the weights smaller).
+        output_dir, name: as in `export_saved_model`.
+        quantize: "none", "dynamic_int8" or "float16" (see the module docstring).
+        text: add `serve_text` (families of `TEXT_FAMILIES`; the card says when a
+            family has none).
+
+    Returns:
+        (the version directory, the model card).
+    """
+    check_name(name)
+    check_quantize(quantize)
+    if source.encoder.dtype_policy.name != "float32":
+        raise ArgumentError("LiteRT models compute in float32: load the source at float32 "
+                            f"(not {source.encoder.dtype_policy.name}).", field="precision")
+    model_dir = os.path.join(os.fspath(output_dir), name)
+    io.check_writable(model_dir, kind="directory", what="output_dir")
+    module = LiteRTModule(source, text)
+    functions = {"serving_default": module.serve_ids}
+    if module.text:
+        functions["serve_text"] = module.serve_text
+    model = _convert(module, functions, quantize)
+    version = next_version(model_dir)
+    described = {k: describe_signature(f.get_concrete_function())
+                 for k, f in functions.items()}
+    card = model_card(source, "float32", described, False, version, name, module.text)
+    card.update({"format": FORMAT, "quantize": quantize,
+                 "litert": litert_card(source, module, model, text)})
+
+    def write(directory):
+        with open(os.path.join(directory, LITERT_FILE), "wb") as f:
+            f.write(model)
+        extra = os.path.join(directory, "assets.extra")
+        os.makedirs(extra, exist_ok=True)
+        io.write_json(os.path.join(extra, MODEL_CARD), card)
+
+    target = os.path.join(model_dir, str(version))
+    io.atomic_directory(target, write)
+    return target, card
+
+
+def litert_card(source: ExportSource, module: LiteRTModule, model: bytes,
+                text: bool) -> dict:
+    """The card's `litert` entry: file, custom ops, serve_text, runtime limits."""
+    reason = None
+    if text and not module.text:
+        reason = NO_TEXT_REASON.get(source.kind, "not written for this family")
+    config = source.config
+    return {
+        "file": LITERT_FILE, "size_bytes": len(model),
+        "custom_ops": custom_ops_of(model), "custom_op_registerer": REGISTERER,
+        "flex_ops": False,
+        "serve_text": module.text, "serve_text_missing_reason": reason,
+        "limits": {
+            "batch": "any batch size (the interpreter resizes its inputs per call)",
+            "seq": f"serving_default: 1 to {config.max_position_embeddings} positions; "
+                   f"serve_text packs to max_seq_length {source.max_seq_length}",
+            "checks": "no in-graph input checks (LiteRT has no assert op): ids out of "
+                      "range fail the call, other bad input gives undefined outputs; "
+                      "keras_bert's LiteRTModel checks inputs as the SavedModel does",
+            "max_word_bytes": 4 * source.tokenizer.max_chars_per_word,
+            **({"words": "at least one word column (\"\", -1 padding) when no text has a "
+                         "word: LiteRT's Python API cannot return an empty tensor"}
+               if source.kind == "tagger" and module.text else {}),
+        },
+    }
+
+
+def load_interpreter(path: str | os.PathLike, num_threads: int | None = None):
+    """A LiteRT interpreter of `path` with tensorflow-text's ops registered:
+    `ai_edge_litert` when installed, else TensorFlow's own (deprecated) one."""
+    import tensorflow_text
+
+    registerers = tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS
+    try:
+        from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    except ImportError:
+        from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
+    return InterpreterWithCustomOps(model_path=os.fspath(path), num_threads=num_threads,
+                                    custom_op_registerers=registerers)
+
+
+class LiteRTModel:
+    """An exported `model.tflite`, its signatures checked like the SavedModel's.
+
+    Args:
+        path: the version directory (or the .tflite file in it).
+        num_threads: LiteRT's CPU threads (default: its own).
+
+    Example (a classifier):
+
+        model = LiteRTModel("saved_models/sst2/1")
+        model.serve_text(text=["a gripping film"])["label"]   # array([b'1'])
+    """
+
+    def __init__(self, path: str | os.PathLike, num_threads: int | None = None):
+        path = os.fspath(path)
+        directory = os.path.dirname(path) if path.endswith(".tflite") else path
+        file = path if path.endswith(".tflite") else os.path.join(path, LITERT_FILE)
+        if not os.path.isfile(file):
+            raise ArgumentError(f"{file!r} does not exist.", field="path")
+        with open(os.path.join(directory, "assets.extra", MODEL_CARD)) as f:
+            self.card = json.load(f)
+        self.interpreter = load_interpreter(file, num_threads)
+        self._runners = {}
+
+    @property
+    def signatures(self) -> list[str]:
+        return sorted(self.interpreter.get_signature_list())
+
+    def run(self, signature: str, **inputs) -> dict:
+        """Calls `signature` with numpy-convertible inputs; returns its outputs."""
+        if signature not in self.signatures:
+            raise ArgumentError(f"the model has no signature {signature!r}; it has "
+                                f"{', '.join(self.signatures)}.", field="signature")
+        spec = self.card["signatures"][signature]["inputs"]
+        missing = sorted(set(spec) - set(inputs))
+        extra = sorted(set(inputs) - set(spec))
+        if missing or extra:
+            raise ArgumentError(f"{signature} takes {', '.join(sorted(spec))}; missing: "
+                                f"{missing}, unknown: {extra}.", field="inputs")
+        check = check_ids if signature == "serving_default" else check_text
+        arrays = check(inputs, self.card)
+        if signature not in self._runners:
+            self._runners[signature] = self.interpreter.get_signature_runner(signature)
+        out = self._runners[signature](**arrays)
+        if "num_words" in out:  # the tagger's words: as many columns as the most words
+            out.update({k: out[k][:, :out["num_words"].max()] for k in WORD_OUTPUTS})
+        return out
+
+    def serve_text(self, **inputs) -> dict:
+        return self.run("serve_text", **inputs)
+
+    def serving_default(self, **inputs) -> dict:
+        return self.run("serving_default", **inputs)
+
+
+def check_ids(inputs: dict, card: dict) -> dict:
+    """The SavedModel's `serving_default` checks, in numpy: int32 arrays, or
+    `ArgumentError` naming the input."""
+    config = card["config"]
+    rank = 3 if card["kind"] == "multiple_choice" else 2
+    arrays = {name: np.asarray(inputs[name]) for name in INPUT_NAMES}
+    ids, mask, types = (arrays[n] for n in INPUT_NAMES)
+    limits = {"input_word_ids": (config["vocab_size"], "the vocabulary size"),
+              "input_type_ids": (config["type_vocab_size"], "type_vocab_size"),
+              "input_mask": (2, "0 and 1 only")}
+    for name, value in arrays.items():
+        if value.ndim != rank or not np.issubdtype(value.dtype, np.integer):
+            raise ArgumentError(f"{name} must be an integer array of rank {rank}, got "
+                                f"{value.dtype} of shape {value.shape}.", field=name)
+        if value.shape != ids.shape:
+            raise ArgumentError(f"{name} must have the shape of input_word_ids.", field=name)
+        if value.size == 0:
+            raise ArgumentError(f"{name} is empty (batch, choices and sequence length "
+                                "must be >= 1).", field=name)
+        size, what = limits[name]
+        if value.min() < 0 or value.max() >= size:
+            raise ArgumentError(f"{name} must be in [0, {size}) ({what}).", field=name)
+    if ids.shape[-1] > config["max_position_embeddings"]:
+        raise ArgumentError(f"sequences are longer than the model's "
+                            f"{config['max_position_embeddings']} positions.",
+                            field="input_word_ids")
+    if not (mask.max(axis=-1) > 0).all():
+        raise ArgumentError("every row of input_mask needs a 1 (its [CLS] at least).",
+                            field="input_mask")
+    return {name: value.astype(np.int32) for name, value in arrays.items()}
+
+
+def check_text(inputs: dict, card: dict) -> dict:
+    """`serve_text`'s inputs as numpy arrays of bytes: `text` (and `text_pair`) [batch]
+    and `endings` [batch, endings >= 1], batch >= 1; else `ArgumentError` naming it."""
+    arrays = {}
+    for name, value in inputs.items():
+        value = np.asarray(value, dtype=object)
+        rank = 2 if name == "endings" else 1
+        if value.ndim != rank or 0 in value.shape or len(value) != len(inputs["text"]):
+            raise ArgumentError(f"{name} must be a {rank}-D batch of strings with one "
+                                f"{'row' if rank == 2 else 'string'} per text and at least "
+                                f"one string, got shape {value.shape}.", field=name)
+        try:
+            arrays[name] = np.vectorize(_utf8, otypes=[object])(value)
+        except TypeError as e:
+            raise ArgumentError(f"{name} must hold strings: {e}", field=name) from None
+    return arrays
+
+
+def _utf8(value):
+    if isinstance(value, (str, bytes)):
+        return value.encode("utf-8") if isinstance(value, str) else value
+    raise TypeError(f"{type(value).__name__} is not str or bytes")
