@@ -24,6 +24,7 @@ import pytest
 import tensorflow as tf
 from clean_process import run_clean_process
 from conftest import REPO, minilm_path
+from export_support import keras_outputs, random_ids
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import save_encoder
@@ -160,34 +161,6 @@ def _reference_ids(segments, lower_case, seq=SEQ, truncation="longest_first"):
     return {k: v.numpy()[:, :longest] for k, v in packed.items()}
 
 
-def _random_ids(batch=3, seq=11, vocab=6000, seed=0):
-    rng = np.random.default_rng(seed)
-    lengths = np.array([seq - 3 * i for i in range(batch)])
-    mask = (np.arange(seq)[None] < lengths[:, None]).astype(np.int32)
-    ids = rng.integers(5, vocab, (batch, seq)).astype(np.int32) * mask
-    types = ((np.arange(seq)[None] >= lengths[:, None] // 2) * mask).astype(np.int32)
-    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
-
-
-def _keras_outputs(kind, model, inputs):
-    # Keras' inference path (`predict`, a traced graph). Called op by op instead, the
-    # outputs at padding positions (masked, meaningless) differ by up to ~1e-4 on a real
-    # checkpoint from oneDNN's eager kernels; real positions agree either way.
-    out = model.predict_on_batch(inputs)
-    if kind == "encoder":
-        return {"pooled_output": out["pooled_output"],
-                "sequence_output": out["sequence_output"],
-                "encoder_outputs": np.stack([np.asarray(x) for x in out["encoder_outputs"]],
-                                            axis=1)}
-    if kind == "classifier":
-        return {"logits": out, "probabilities": tf.nn.softmax(out)}
-    if kind == "regression":
-        return {"score": np.asarray(out)[:, 0]}
-    if kind == "span_labeler":
-        return dict(out)
-    return {"logits": out}
-
-
 def _text_inputs(kind):
     if kind == "span_labeler":
         return {"text": QUESTIONS, "text_pair": PASSAGES}
@@ -217,7 +190,7 @@ def _text_reference(kind, model, lower_case):
         answers = [p.text for p in _squad_reference(model, lower_case)]
         return None, {"answer": np.array([a.encode("utf-8") for a in answers], dtype=object)}
     ids = _reference_ids([inputs[k] for k in sorted(inputs)], lower_case)
-    return ids, {k: np.asarray(v) for k, v in _keras_outputs(kind, model, ids).items()}
+    return ids, {k: np.asarray(v) for k, v in keras_outputs(kind, model, ids).items()}
 
 
 # --- a process without keras_bert ---------------------------------------------------------
@@ -232,7 +205,7 @@ def clean_results(exports, tmp_path_factory):
     root = tmp_path_factory.mktemp("clean")
     jobs, arrays = {}, {}
     for kind, (_, path, _) in exports.items():
-        ids = _random_ids()
+        ids = random_ids()
         jobs[f"{kind}|ids"] = (path, "serving_default", sorted(ids))
         arrays.update({f"{kind}|ids|{k}": v for k, v in ids.items()})
         text = _text_inputs(kind)
@@ -254,7 +227,7 @@ def test_clean_process_cannot_import_keras_bert(clean_results):
 def test_clean_process_ids_signature_equals_keras(exports, clean_results, kind):
     _, got = clean_results
     model = exports[kind][0]
-    expected = _keras_outputs(kind, model, _random_ids())
+    expected = keras_outputs(kind, model, random_ids())
     for name, value in expected.items():
         np.testing.assert_allclose(got[f"{kind}|ids|{name}"], value, atol=1e-5, rtol=0,
                                    err_msg=f"{kind} serving_default {name}")
@@ -262,7 +235,7 @@ def test_clean_process_ids_signature_equals_keras(exports, clean_results, kind):
         labels = np.array(["0", "1"])[np.argmax(expected["logits"], axis=-1)]
         assert got["classifier|ids|label"].astype(str).tolist() == labels.tolist()
     if kind == "tagger":
-        mask = _random_ids()["input_mask"]
+        mask = random_ids()["input_mask"]
         tags = np.array(NER_LABELS)[np.argmax(expected["logits"], axis=-1)]
         assert got["tagger|ids|labels"].astype(str).tolist() == np.where(mask > 0, tags,
                                                                          "").tolist()
@@ -661,7 +634,7 @@ def loaded_classifier(exports):
     ("empty", "sequence length 0"), ("mask_all_zero", "row of 0s marks no token"),
 ])
 def test_serving_default_rejects_bad_ids(loaded_classifier, case, message):
-    inputs = _random_ids()
+    inputs = random_ids()
     vocab_size = _tokenizer(False).vocab_size
     if case == "id_too_large":
         inputs["input_word_ids"][0, 1] = vocab_size  # one past the end: not wrapped
@@ -683,14 +656,14 @@ def test_serving_default_rejects_bad_ids(loaded_classifier, case, message):
     with pytest.raises(tf.errors.InvalidArgumentError, match=message):
         fn(**{k: tf.constant(v) for k, v in inputs.items()})
     # The process (a server) goes on answering.
-    good = fn(**{k: tf.constant(v) for k, v in _random_ids().items()})
+    good = fn(**{k: tf.constant(v) for k, v in random_ids().items()})
     assert good["probabilities"].shape == (3, 2)
 
 
 @pytest.mark.parametrize("case", ["int64_ids", "float_ids", "rank_1", "rank_3",
                                   "ids_for_text", "missing_pair"])
 def test_wrong_dtype_or_rank_is_an_error(loaded_classifier, case):
-    ids = {k: tf.constant(v) for k, v in _random_ids().items()}
+    ids = {k: tf.constant(v) for k, v in random_ids().items()}
     if case == "int64_ids":
         call = ("serving_default", {**ids, "input_word_ids": tf.cast(ids["input_word_ids"],
                                                                       tf.int64)})
@@ -822,7 +795,7 @@ def test_mixed_bfloat16_export_computes_in_bfloat16_with_float32_outputs(
     assert "DT_BFLOAT16" in str(fn.graph.as_graph_def())
     assert all(spec.dtype == tf.float32 for name, spec in fn.structured_outputs.items()
                if name != "label")
-    ids = _random_ids()
+    ids = random_ids()
     got = fn(**{k: tf.constant(v) for k, v in ids.items()})
     expected = np.asarray(tf.nn.softmax(model(ids, training=False)))
     assert got["probabilities"].dtype == tf.float32
@@ -847,7 +820,7 @@ def test_real_minilm_checkpoint_export_matches_keras_in_a_clean_process(tmp_path
                                                   "input_word_ids"]),
             "enc|text": (path, "serve_text", ["text"]),
             "pre|tokenize": (os.path.join(path, "preprocessor"), "tokenize", ["text"])}
-    ids = _random_ids(vocab=30522)
+    ids = random_ids(vocab=30522)
     arrays = {**{f"enc|ids|{k}": v for k, v in ids.items()},
               "enc|text|text": np.array(TEXT_BYTES, dtype=object),
               "pre|tokenize|text": np.array(INPUTS, dtype=object)}
@@ -884,7 +857,7 @@ def test_ids_only_export_runs_without_tensorflow_text(exports, tmp_path, capsys)
                   .model_spec.signature_name for r in tf.data.TFRecordDataset(
                       os.path.join(path, "assets.extra", "tf_serving_warmup_requests"))}
     assert signatures == {"serving_default"}
-    ids = _random_ids(batch=1)
+    ids = random_ids(batch=1)
     code = ("import sys; from tensorflow.python.tools import saved_model_cli; "
             "sys.argv[0] = 'saved_model_cli'; saved_model_cli.main(); "
             "assert 'tensorflow_text' not in sys.modules")

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import REPO, minilm_path
+from export_support import keras_outputs, random_ids
 from tokenization_refs import ALL_TEXTS, INVALID_UTF8
 
 from keras_bert import BertConfig, BertEncoder
@@ -105,31 +106,6 @@ def _reference_ids(segments, lower_case, seq=SEQ):
                          cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id)
     longest = int(tf.reduce_max(tf.reduce_sum(packed["input_mask"], axis=1)))
     return {k: v.numpy()[:, :longest] for k, v in packed.items()}
-
-
-def _random_ids(batch=3, seq=11, vocab=6000, seed=0):
-    rng = np.random.default_rng(seed)
-    lengths = np.array([seq - 3 * i for i in range(batch)])
-    mask = (np.arange(seq)[None] < lengths[:, None]).astype(np.int32)
-    ids = rng.integers(5, vocab, (batch, seq)).astype(np.int32) * mask
-    types = ((np.arange(seq)[None] >= lengths[:, None] // 2) * mask).astype(np.int32)
-    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
-
-
-def _keras_outputs(kind, model, inputs):
-    out = model.predict_on_batch(inputs)  # Keras' inference path (a traced graph)
-    if kind == "encoder":
-        return {"pooled_output": out["pooled_output"],
-                "sequence_output": out["sequence_output"],
-                "encoder_outputs": np.stack([np.asarray(x) for x in out["encoder_outputs"]],
-                                            axis=1)}
-    if kind == "classifier":
-        return {"logits": out, "probabilities": tf.nn.softmax(out).numpy()}
-    if kind == "regression":
-        return {"score": np.asarray(out)[:, 0]}
-    if kind == "span_labeler":
-        return dict(out)
-    return {"logits": out}
 
 
 SCRIPTS = {  # code point ranges of generated text, per script
@@ -322,13 +298,13 @@ def test_layout_card_and_ops(exports):
 def test_serving_default_equals_keras(exports, key):
     model, path, card, _ = exports[key]
     kind = card["kind"]
-    ids = _random_ids()
+    ids = random_ids()
     if kind == "multiple_choice":
         ids = {k: np.stack([v, v[::-1], v, v[[1, 2, 0]]], axis=1) for k, v in ids.items()}
         logits = model.predict_on_batch(ids)
         expected = {"logits": logits, "probabilities": tf.nn.softmax(logits).numpy()}
     else:
-        expected = _keras_outputs(kind, model, ids)
+        expected = keras_outputs(kind, model, ids)
     got = LiteRTModel(path).serving_default(**ids)
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, atol=1e-5, rtol=0, err_msg=name)
@@ -343,7 +319,7 @@ def test_classifier_serve_text_equals_keras_on_package_ids(exports):
     the Keras model on BertTokenizer's packed ids, within 1e-4, and its labels."""
     model, path, _, _ = exports["classifier"]
     ids = _reference_ids([TEXT_BYTES, PAIRS], lower_case=False)
-    expected = _keras_outputs("classifier", model, ids)
+    expected = keras_outputs("classifier", model, ids)
     got = LiteRTModel(path).serve_text(text=TEXT_BYTES, text_pair=PAIRS)
     np.testing.assert_allclose(got["logits"], expected["logits"], atol=1e-4, rtol=0)
     assert got["label"].astype(str).tolist() == np.array(["0", "1"])[
@@ -398,8 +374,8 @@ def test_int8_is_smaller_quantizes_the_embeddings_and_stays_close(exports):
     int8 = 9  # TensorType.INT8
     shapes = {tuple(t.shape) for g in flat.subgraphs for t in g.tensors if t.type == int8}
     assert (vocab, hidden) in shapes  # the word embedding table itself is int8
-    ids = _random_ids()
-    expected = _keras_outputs("span_labeler", model, ids)
+    ids = random_ids()
+    expected = keras_outputs("span_labeler", model, ids)
     got = LiteRTModel(int8_path).serving_default(**ids)
     for name, value in expected.items():
         assert np.abs(got[name] - value).max() < 0.05 * np.abs(value).max(), name
@@ -459,7 +435,7 @@ def test_readme_runner_classifies_in_a_process_without_keras_bert(exports, tmp_p
     keras_bert cannot be imported; the same outputs as in this process."""
     sentences = {"text": ["A gripping, beautiful film.", "Ça ne marche pas du tout…"],
                  "text_pair": ["It is.", "Σ"]}
-    ids = {k: v.tolist() for k, v in _random_ids().items()}
+    ids = {k: v.tolist() for k, v in random_ids().items()}
     jobs = {"classify": (exports["classifier"][1], "serve_text", sentences),
             "int8_ids": (exports["span_labeler_int8"][1], "serving_default", ids)}
     expected = {"classify": LiteRTModel(jobs["classify"][0]).serve_text(**sentences),
@@ -588,7 +564,7 @@ def test_float16_and_regression_exports(tmp_path):
                            {"task": "stsb", "labels": None})
     source = load_export_source(run)
     ids = _reference_ids([TEXT_BYTES, PAIRS], lower_case=False)
-    expected = _keras_outputs("regression", model, ids)["score"]
+    expected = keras_outputs("regression", model, ids)["score"]
     for quantize, tolerance in (("none", 1e-4), ("float16", 2e-2)):
         path, card = export_litert(source, tmp_path / "out", "stsb", quantize=quantize)
         got = LiteRTModel(path).serve_text(text=TEXT_BYTES, text_pair=PAIRS)["score"]
@@ -629,7 +605,7 @@ def test_encoder_serve_text_equals_keras_uncased(tmp_path):
     shutil.copyfile(VOCAB, checkpoint / "vocab.txt")
     path, _ = export_litert(load_export_source(checkpoint, lower_case=True), tmp_path, "enc")
     ids = _reference_ids([TEXT_BYTES], lower_case=True, seq=64)  # the model's positions
-    expected = _keras_outputs("encoder", encoder, ids)
+    expected = keras_outputs("encoder", encoder, ids)
     model = LiteRTModel(path)
     got = model.serve_text(text=TEXT_BYTES)
     np.testing.assert_array_equal(got["input_mask"], ids["input_mask"])
@@ -637,6 +613,6 @@ def test_encoder_serve_text_equals_keras_uncased(tmp_path):
     np.testing.assert_allclose(got["pooled_output"], expected["pooled_output"], atol=1e-4)
     np.testing.assert_allclose(np.where(real, got["sequence_output"], 0),
                                np.where(real, expected["sequence_output"], 0), atol=1e-4)
-    ids = _random_ids()
-    for name, value in _keras_outputs("encoder", encoder, ids).items():
+    ids = random_ids()
+    for name, value in keras_outputs("encoder", encoder, ids).items():
         np.testing.assert_allclose(model.serving_default(**ids)[name], value, atol=1e-5)
