@@ -1,8 +1,17 @@
-"""What the export tests (SavedModel, LiteRT) share: random id inputs, and the Keras
-model's own outputs named as the exported signatures name them."""
+"""What the export tests (SavedModel, LiteRT, ONNX) share: random id inputs, the Keras
+model's own outputs named as the exported signatures name them, and fine-tuned run
+directories."""
+
+import dataclasses
+import json
+import os
+import shutil
 
 import numpy as np
 import tensorflow as tf
+
+from keras_bert.tasks.finetuning import CONFIG_FILE, MODEL_FILE, FinetuneOptions
+from keras_bert.tasks.registry import get_task
 
 
 def random_ids(batch=3, seq=11, vocab=6000, seed=0):
@@ -33,3 +42,22 @@ def keras_outputs(kind, model, inputs):
     if kind == "span_labeler":
         return dict(out)
     return {"logits": out}
+
+
+def finetuned_run(vocab, seq, directory, task_name, encoder, task_config, **options):
+    """A run directory as `keras-bert finetune` writes it (its own file names and
+    record, `vocab` copied beside it, `seq` as max_seq_length), with a random-weight
+    head: building it here keeps the tests fast."""
+    task = get_task(task_name)
+    task.restore(task_config)
+    model = task.build_model(encoder)
+    os.makedirs(directory)
+    model.save(os.path.join(directory, MODEL_FILE))
+    shutil.copyfile(vocab, os.path.join(directory, "vocab.txt"))
+    record = {"task": task_name, "task_config": task_config,
+              "options": dataclasses.asdict(FinetuneOptions(max_seq_length=seq, **options)),
+              "learning_rate": 2e-5, "seed": 1, "checkpoint": None, "preset": "tiny",
+              "lower_case": False, "history": []}
+    with open(os.path.join(directory, CONFIG_FILE), "w") as f:
+        json.dump(record, f)
+    return model

@@ -11,7 +11,6 @@ accuracy.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -24,14 +23,13 @@ import pytest
 import tensorflow as tf
 from clean_process import run_clean_process
 from conftest import REPO, minilm_path
-from export_support import keras_outputs, random_ids
+from export_support import finetuned_run, keras_outputs, random_ids
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import save_encoder
 from keras_bert.cli import main
 from keras_bert.preprocessing import pack_inputs
-from keras_bert.tasks.finetuning import CONFIG_FILE, MODEL_FILE, FinetuneOptions
-from keras_bert.tasks.registry import get_task
+from keras_bert.tasks.finetuning import CONFIG_FILE
 from keras_bert.tokenization import BertTokenizer, VocabularyWarning
 
 VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
@@ -69,24 +67,6 @@ def _tokenizer(lower_case):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", VocabularyWarning)
         return BertTokenizer(VOCAB, lower_case=lower_case)
-
-
-def _finetuned_run(directory, task_name, encoder, task_config, **options):
-    """A run directory as `keras-bert finetune` writes it (its own file names and
-    record), with a random-weight head: building it here keeps the test fast."""
-    task = get_task(task_name)
-    task.restore(task_config)
-    model = task.build_model(encoder)
-    os.makedirs(directory)
-    model.save(os.path.join(directory, MODEL_FILE))
-    shutil.copyfile(VOCAB, os.path.join(directory, "vocab.txt"))
-    record = {"task": task_name, "task_config": task_config,
-              "options": dataclasses.asdict(FinetuneOptions(max_seq_length=SEQ, **options)),
-              "learning_rate": 2e-5, "seed": 1, "checkpoint": None, "preset": "tiny",
-              "lower_case": False, "history": []}
-    with open(os.path.join(directory, CONFIG_FILE), "w") as f:
-        json.dump(record, f)
-    return model
 
 
 def _export(capsys, checkpoint, output_dir, name, *extra):
@@ -145,7 +125,7 @@ def exports(tmp_path_factory, capsys_module):
                              {"max_query_length": 8, "max_answer_length": 5}),
             "tagger": ("ner", {"task": "ner", "labels": NER_LABELS}, {})}
     for kind, (task, config, options) in runs.items():
-        model = _finetuned_run(root / f"run_{task}", task, BertEncoder(_config(size)), config,
+        model = finetuned_run(VOCAB, SEQ, root / f"run_{task}", task, BertEncoder(_config(size)), config,
                                **options)
         made[kind] = (model, *_export(capsys_module, root / f"run_{task}", out, kind))
     return made
@@ -308,7 +288,7 @@ def test_squad2_answer_is_empty_when_the_null_score_wins(exports, tmp_path, caps
 
     keras.utils.set_random_seed(3)
     run = tmp_path / "run_squad2"
-    model = _finetuned_run(run, "squad2", BertEncoder(_config(_tokenizer(False).vocab_size)),
+    model = finetuned_run(VOCAB, SEQ, run, "squad2", BertEncoder(_config(_tokenizer(False).vocab_size)),
                            {"task": "squad2", "null_score_diff_threshold": 0.0},
                            max_query_length=8, max_answer_length=5)
     # The last passage is empty (never an answer) and the third question too.

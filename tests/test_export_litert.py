@@ -12,7 +12,6 @@ imported. Models are tiny (2 layers, H=32) with random weights.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import json
 import os
@@ -26,7 +25,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import REPO, minilm_path
-from export_support import keras_outputs, random_ids
+from export_support import finetuned_run, keras_outputs, random_ids
 from tokenization_refs import ALL_TEXTS, INVALID_UTF8
 
 from keras_bert import BertConfig, BertEncoder
@@ -44,8 +43,6 @@ from keras_bert.export import (
 )
 from keras_bert.export.signatures import ServingModule
 from keras_bert.preprocessing import pack_inputs
-from keras_bert.tasks.finetuning import CONFIG_FILE, MODEL_FILE, FinetuneOptions
-from keras_bert.tasks.registry import get_task
 from keras_bert.tokenization import BertTokenizer, VocabularyWarning
 
 VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
@@ -68,23 +65,6 @@ def _tokenizer(lower_case):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", VocabularyWarning)
         return BertTokenizer(VOCAB, lower_case=lower_case)
-
-
-def _finetuned_run(directory, task_name, encoder, task_config, **options):
-    """A run directory as `keras-bert finetune` writes it, with a random-weight head."""
-    task = get_task(task_name)
-    task.restore(task_config)
-    model = task.build_model(encoder)
-    os.makedirs(directory)
-    model.save(os.path.join(directory, MODEL_FILE))
-    shutil.copyfile(VOCAB, os.path.join(directory, "vocab.txt"))
-    record = {"task": task_name, "task_config": task_config,
-              "options": dataclasses.asdict(FinetuneOptions(max_seq_length=SEQ, **options)),
-              "learning_rate": 2e-5, "seed": 1, "checkpoint": None, "preset": "tiny",
-              "lower_case": False, "history": []}
-    with open(os.path.join(directory, CONFIG_FILE), "w") as f:
-        json.dump(record, f)
-    return model
 
 
 def _export(checkpoint, output_dir, name, *extra):
@@ -255,7 +235,7 @@ def exports(tmp_path_factory):
     made = {}
     for kind, (task, config, options) in runs.items():
         run = root / f"run_{task}"
-        model = _finetuned_run(run, task, BertEncoder(_config(size)), config, **options)
+        model = finetuned_run(VOCAB, SEQ, run, task, BertEncoder(_config(size)), config, **options)
         if kind in ("classifier", "span_labeler"):
             path, card = _export(run, out, kind, "--format", "litert")
             made[kind] = (model, path, card, None)
@@ -560,7 +540,7 @@ def test_float16_and_regression_exports(tmp_path):
 
     keras.utils.set_random_seed(3)
     run = tmp_path / "run_stsb"
-    model = _finetuned_run(run, "stsb", BertEncoder(_config(_tokenizer(False).vocab_size)),
+    model = finetuned_run(VOCAB, SEQ, run, "stsb", BertEncoder(_config(_tokenizer(False).vocab_size)),
                            {"task": "stsb", "labels": None})
     source = load_export_source(run)
     ids = _reference_ids([TEXT_BYTES, PAIRS], lower_case=False)

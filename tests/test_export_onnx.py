@@ -26,6 +26,7 @@ ort = pytest.importorskip("onnxruntime", reason="the onnx extra: pip install "
 
 import tensorflow as tf  # noqa: E402
 from conftest import REPO  # noqa: E402
+from export_support import keras_outputs  # noqa: E402
 
 from keras_bert import BertConfig, BertEncoder  # noqa: E402
 from keras_bert.errors import ArgumentError, OutputExistsError  # noqa: E402
@@ -97,25 +98,16 @@ def _shapes(kind):
 
 def _expected(kind, model, inputs):
     """The Keras model's outputs as serving_default names them; labels picked in numpy."""
-    out = model.predict_on_batch(inputs)
-    if kind == "encoder":
-        return {"pooled_output": out["pooled_output"],
-                "sequence_output": out["sequence_output"],
-                "encoder_outputs": np.stack([np.asarray(x) for x in out["encoder_outputs"]],
-                                            axis=1)}
+    out = {k: np.asarray(v) for k, v in keras_outputs(kind, model, inputs).items()}
     if kind == "classifier":
-        return {"logits": out, "probabilities": tf.nn.softmax(out).numpy(),
-                "label": np.array(["0", "1"])[np.argmax(out, axis=-1)]}
-    if kind == "multiple_choice":  # the index of the best ending
-        return {"logits": out, "probabilities": tf.nn.softmax(out).numpy(),
-                "label": np.argmax(out, axis=-1)}
-    if kind == "regression":
-        return {"score": np.asarray(out)[:, 0]}
-    if kind == "span_labeler":
-        return {k: np.asarray(v) for k, v in out.items()}
-    logits = np.asarray(out)
-    labels = np.array(NER_LABELS)[np.argmax(logits, axis=-1)]
-    return {"logits": logits, "labels": np.where(inputs["input_mask"] > 0, labels, "")}
+        out["label"] = np.array(["0", "1"])[np.argmax(out["logits"], axis=-1)]
+    elif kind == "multiple_choice":  # the index of the best ending
+        out["probabilities"] = tf.nn.softmax(out["logits"]).numpy()
+        out["label"] = np.argmax(out["logits"], axis=-1)
+    elif kind == "tagger":
+        labels = np.array(NER_LABELS)[np.argmax(out["logits"], axis=-1)]
+        out["labels"] = np.where(inputs["input_mask"] > 0, labels, "")
+    return out
 
 
 @pytest.fixture(scope="module")
