@@ -177,9 +177,6 @@ def run_other_format(args: argparse.Namespace, checkpoint: str, name: str) -> in
                                               quantize=args.quantize, text=args.serve_text)
         else:
             path, card = export.export_onnx(source, args.output_dir, name)
-    missing = card.get("litert", {}).get("serve_text_missing_reason")
-    if missing:
-        warnings.warn(f"no serve_text signature: {missing}.", stacklevel=2)
     print(json.dumps(card, indent=2, sort_keys=True))
     print(f"Exported {card['kind']} to {path}")
     return 0

@@ -9,9 +9,9 @@ signatures have the SavedModel's names, inputs and outputs:
 * `serving_default`: token ids (int32 [batch, seq]; [batch, choices, seq] for multiple
   choice), any batch and sequence length;
 * `serve_text`: raw UTF-8 strings [batch], tokenized in the graph exactly like
-  `BertTokenizer.tokenize` (`keras_bert.export.litert_text`): encoder, classifier,
-  regression, multiple choice and tagger. A SQuAD model has `serving_default` only (the
-  card's `litert.serve_text_missing_reason` says why).
+  `BertTokenizer.tokenize` (`keras_bert.export.litert_text`), for every family; multiple
+  choice, the tagger and SQuAD (windows over passages, answers) are in
+  `keras_bert.export.litert_tasks`.
 
 Built-in ops and tensorflow-text's LiteRT kernels only (`LITERT_TEXT_OPS`, registered
 by `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`), no Flex op: the export reads
@@ -38,21 +38,11 @@ from keras_bert import io
 from keras_bert.encoder import INPUT_NAMES
 from keras_bert.errors import ArgumentError, KerasBertError
 from keras_bert.export.card import MODEL_CARD, describe_signature, model_card
-from keras_bert.export.litert_text import (
-    LITERT_TEXT_OPS,
-    LiteTokenizer,
-    byte_rows,
-    concat_rows,
-    gather_rows,
-    pack,
-    row_of,
-    split_words,
-)
-from keras_bert.export.multiple_choice import NO_ENDING
+from keras_bert.export.litert_tasks import serve_choices, serve_questions, serve_words
+from keras_bert.export.litert_text import LITERT_TEXT_OPS, LiteTokenizer, pack
 from keras_bert.export.saved_model import check_name, next_version
 from keras_bert.export.signatures import ServingModule
 from keras_bert.export.source import ExportSource
-from keras_bert.export.word_labels import whitespace_code_points
 
 FORMAT = "litert"
 LITERT_FILE = "model.tflite"
@@ -60,15 +50,6 @@ QUANTIZATIONS = ("none", "dynamic_int8", "float16")
 REGISTERER = "tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS"
 
 WORD_OUTPUTS = ("words", "labels", "word_start", "word_end")
-# What `tf.strings.strip` removes (ASCII whitespace), as bytes.
-ASCII_SPACE_BYTES = (9, 10, 11, 12, 13, 32)
-# serve_text per family; the span labeler (SQuAD windows and answer decoding over
-# passages) has none in LiteRT yet.
-TEXT_FAMILIES = ("encoder", "classifier", "regression", "multiple_choice", "tagger")
-NO_TEXT_REASON = {"span_labeler": (
-    "the SQuAD serve_text (windows over passages of any length, span decoding and answer "
-    "strings) is not written in LiteRT ops yet; tokenize the question and passage "
-    "outside and call serving_default")}
 
 
 class LiteRTModule(ServingModule):
@@ -78,7 +59,7 @@ class LiteRTModule(ServingModule):
 
     def __init__(self, source: ExportSource, text: bool = True):
         super().__init__(source, jit_compile=False, text=False)
-        self.text = text and source.kind in TEXT_FAMILIES
+        self.text = text
         self.lite_tokenizer = LiteTokenizer(source.tokenizer) if self.text else None
         if self.text:
             shapes = {"endings": [None, None]}
@@ -117,6 +98,8 @@ class LiteRTModule(ServingModule):
             return serve_choices(self, inputs)
         if source.kind == "tagger":
             return serve_words(self, inputs)
+        if source.kind == "span_labeler":
+            return serve_questions(self, inputs)
         texts = [inputs["text"], inputs["text_pair"]] if source.pair else [inputs["text"]]
         segments = self.lite_tokenizer.tokenize(*texts)
         packed = self.pack_text(segments if source.pair else [segments])
@@ -124,128 +107,6 @@ class LiteRTModule(ServingModule):
         if source.kind == "encoder":
             out["input_mask"] = packed["input_mask"]
         return out
-
-
-def has_text(strings):
-    """Whether each string keeps something after `tf.strings.strip` (a byte other than
-    ASCII whitespace)."""
-    b, splits = byte_rows([strings])
-    other = tf.reduce_all(b[:, None] != tf.constant(ASCII_SPACE_BYTES)[None, :], axis=1)
-    count = tf.math.unsorted_segment_sum(tf.cast(other, tf.int32), row_of(splits, tf.size(b)),
-                                         tf.size(splits) - 1)
-    return count > 0
-
-
-def serve_choices(module, inputs):
-    """Multiple choice's `serve_text` (`keras_bert.export.multiple_choice`) in LiteRT
-    ops. Sentence B of a choice, `text_pair + " " + ending`, is tokenized as the pieces
-    of `text_pair` then those of the ending: the space splits them, so the ids are the
-    same."""
-    text, pair, endings = inputs["text"], inputs["text_pair"], inputs["endings"]
-    batch, count = tf.shape(endings)[0], tf.shape(endings)[1]
-    tok = module.lite_tokenizer
-    flat = tf.reshape(endings, [-1])
-    choice_row = tf.range(batch * count) // count
-    text_ids, pair_ids, ending_ids = tok.tokenize(text, pair, flat)
-    contexts = gather_rows(text_ids, choice_row)
-    continuations = concat_rows(gather_rows(pair_ids, choice_row), ending_ids)
-    packed = module.pack_text([contexts, continuations])
-    out = module.model_outputs({k: tf.reshape(v, [batch, count, -1])
-                                for k, v in packed.items()})
-    present = tf.reshape(has_text(flat), [batch, count])
-    logits = tf.where(present, out["logits"], float("-inf"))
-    any_present = tf.reduce_any(present, axis=1)
-    out["probabilities"] = tf.where(present & any_present[:, None],
-                                    tf.nn.softmax(logits, axis=-1), 0.0)
-    out["label"] = tf.where(any_present, tf.argmax(logits, axis=-1, output_type=tf.int32),
-                            NO_ENDING)
-    return out
-
-
-def windows(num_tokens, room: int, stride: int):
-    """`keras_bert.tasks.windows.window_table` in int32: (sequence, start, length) of
-    every window and the row splits of the windows over the sequences."""
-    step = min(room, stride)
-    counts = 1 + (tf.maximum(num_tokens - room, 0) + step - 1) // step
-    splits = tf.concat([[0], tf.cumsum(counts)], axis=0)
-    sequence = row_of(splits, splits[-1])
-    start = (tf.range(splits[-1]) - tf.gather(splits, sequence)) * step
-    length = tf.minimum(tf.gather(num_tokens, sequence) - start, room)
-    return sequence, start, length, splits
-
-
-def best_windows(token, num_tokens, room: int, stride: int):
-    """`keras_bert.tasks.windows.best_windows` in int32: the max-context window (its
-    number in the sequence) of each token; `num_tokens` per token. The score
-    min(left, right) + 0.01 * length is compared as 100 * min(left, right) + length."""
-    step = min(room, stride)
-    count = 1 + (tf.maximum(num_tokens - room, 0) + step - 1) // step
-    first = tf.maximum(token - room + step, 0) // step
-    last = tf.minimum(token // step, count - 1)
-    k = first[:, None] + tf.range(-(-room // step))[None, :]  # the windows that may hold it
-    start = k * step
-    length = tf.minimum(num_tokens[:, None] - start, room)
-    position = token[:, None]
-    score = 100 * tf.minimum(position - start, start + length - 1 - position) + length
-    score = tf.where(k <= last[:, None], score, -1)
-    return first + tf.argmax(score, axis=1, output_type=tf.int32)
-
-
-def window_pieces(segment, window, start, length):
-    """Ragged [windows, (pieces)]: pieces start:start + length of row `window` of
-    `segment`."""
-    splits = tf.concat([[0], tf.cumsum(length)], axis=0)
-    row = row_of(splits, splits[-1])
-    source = (tf.gather(tf.cast(segment.row_starts(), tf.int32), tf.gather(window, row))
-              + tf.gather(start, row) + tf.range(splits[-1]) - tf.gather(splits, row))
-    return tf.RaggedTensor.from_row_splits(tf.gather(segment.flat_values, source),
-                                           tf.cast(splits, tf.int64), validate=False)
-
-
-def serve_words(module, inputs):
-    """The tagger's `serve_text` (`keras_bert.export.word_labels`) in LiteRT ops."""
-    source = module.source
-    tok, names = source.tokenizer, [*source.label_names, ""]
-    words, word_splits, starts, ends = split_words(inputs["text"], whitespace_code_points())
-    count = tf.size(starts)
-    word_text = row_of(word_splits, count)
-    pieces = module.lite_tokenizer.tokenize(words[:count])
-    lengths = tf.cast(pieces.row_lengths(), tf.int32)
-    empty = tf.cast(lengths == 0, tf.int32)  # a word of no pieces is [UNK]
-    unk = tf.RaggedTensor.from_row_splits(
-        tf.fill([tf.reduce_sum(empty)], tok.unk_id),
-        tf.cast(tf.concat([[0], tf.cumsum(empty)], axis=0), tf.int64), validate=False)
-    pieces = concat_rows(pieces, unk)
-    lengths = lengths + empty
-    nrows = tf.size(word_splits) - 1
-    text_pieces = tf.math.unsorted_segment_sum(lengths, word_text, nrows)
-    text_start = tf.cumsum(text_pieces, exclusive=True)
-    first_piece = tf.cumsum(lengths, exclusive=True) - tf.gather(text_start, word_text)
-    room = source.max_seq_length - 2
-    window, start, length, window_splits = windows(text_pieces, room, source.doc_stride)
-    segment = tf.RaggedTensor.from_row_splits(pieces.flat_values, tf.cast(tf.concat(
-        [[0], tf.cumsum(text_pieces)], axis=0), tf.int64), validate=False)
-    # Window w holds pieces start[w]:start[w] + length[w] of its text.
-    logits = module.model_outputs(module.pack_text([window_pieces(segment, window, start,
-                                                                  length)]))["logits"]
-    best = best_windows(first_piece, tf.gather(text_pieces, word_text), room,
-                        source.doc_stride)
-    feature = tf.gather(window_splits, word_text) + best
-    position = 1 + first_piece - tf.gather(start, feature)
-    guessed = tf.argmax(tf.gather_nd(logits, tf.stack([feature, position], axis=1)),
-                        axis=-1, output_type=tf.int32)
-    # At least one column: LiteRT's Python API cannot return an empty tensor
-    # (`LiteRTModel` cuts the column off again when no text has a word).
-    most = tf.reduce_max(tf.concat([word_splits[1:] - word_splits[:-1], [1]], axis=0))
-    j = tf.range(most)[None, :]
-    real = j < (word_splits[1:] - word_splits[:-1])[:, None]
-    at = tf.where(real, word_splits[:-1, None] + j, count)
-    padded_guess = tf.concat([guessed, [len(names) - 1]], axis=0)
-    return {"words": tf.gather(words, at),
-            "labels": tf.gather(tf.constant(names), tf.gather(padded_guess, at)),
-            "word_start": tf.gather(tf.concat([starts, [-1]], axis=0), at),
-            "word_end": tf.gather(tf.concat([ends, [-1]], axis=0), at),
-            "num_words": word_splits[1:] - word_splits[:-1]}
 
 
 def custom_ops_of(model: bytes) -> list[str]:
@@ -309,8 +170,7 @@ def export_litert(source: ExportSource, output_dir: str | os.PathLike, name: str
             `quantize` makes the weights smaller).
         output_dir, name: as in `export_saved_model`.
         quantize: "none", "dynamic_int8" or "float16" (see the module docstring).
-        text: add `serve_text` (families of `TEXT_FAMILIES`; the card says when a
-            family has none).
+        text: add `serve_text`.
 
     Returns:
         (the version directory, the model card).
@@ -332,7 +192,7 @@ def export_litert(source: ExportSource, output_dir: str | os.PathLike, name: str
                  for k, f in functions.items()}
     card = model_card(source, "float32", described, False, version, name, module.text)
     card.update({"format": FORMAT, "quantize": quantize,
-                 "litert": litert_card(source, module, model, text)})
+                 "litert": litert_card(source, module, model)})
 
     def write(directory):
         with open(os.path.join(directory, LITERT_FILE), "wb") as f:
@@ -346,18 +206,14 @@ def export_litert(source: ExportSource, output_dir: str | os.PathLike, name: str
     return target, card
 
 
-def litert_card(source: ExportSource, module: LiteRTModule, model: bytes,
-                text: bool) -> dict:
+def litert_card(source: ExportSource, module: LiteRTModule, model: bytes) -> dict:
     """The card's `litert` entry: file, custom ops, serve_text, runtime limits."""
-    reason = None
-    if text and not module.text:
-        reason = NO_TEXT_REASON.get(source.kind, "not written for this family")
     config = source.config
     return {
         "file": LITERT_FILE, "size_bytes": len(model),
         "custom_ops": custom_ops_of(model), "custom_op_registerer": REGISTERER,
         "flex_ops": False,
-        "serve_text": module.text, "serve_text_missing_reason": reason,
+        "serve_text": module.text,
         "limits": {
             "batch": "any batch size (the interpreter resizes its inputs per call)",
             "seq": f"serving_default: 1 to {config.max_position_embeddings} positions; "

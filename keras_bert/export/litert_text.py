@@ -198,7 +198,7 @@ def _reorder_marks(cps, source, rows, ccc):
     return tf.gather(cps, perm), tf.gather(source, perm)
 
 
-def _utf8_bytes(cps):
+def utf8_bytes(cps):
     """[chars] code points -> [chars, 4] UTF-8 bytes, -1 after each character's last."""
     length = 1 + _i32(cps >= 0x80) + _i32(cps >= 0x800) + _i32(cps >= 0x10000)
     cont = [0x80 + (cps // 262144) % 64, 0x80 + (cps // 4096) % 64,
@@ -213,14 +213,14 @@ def _utf8_bytes(cps):
     return tf.stack(columns, axis=1), length
 
 
-def join_bytes(codes, starts, lengths):
+def join_bytes(codes, starts, lengths, widths=JOIN_WIDTHS):
     """Strings from bytes: string w is `codes[starts[w]:starts[w] + lengths[w]]` (each
     length >= 1), then "" (a string to gather for padding).
 
     `codes` are int32 byte values. LiteRT has no string concat: one-byte strings are
     gathered and runs of them joined by `TFText>NgramsStringJoin`, one round per width
-    of `JOIN_WIDTHS` (up to their product in bytes a word); the work is proportional to
-    the bytes.
+    of `widths` (each length at most their product); the work is proportional to the
+    bytes.
 
     Example:
 
@@ -239,7 +239,7 @@ def join_bytes(codes, starts, lengths):
         total) - tf.gather(splits, row)
     source = tf.where(row == count, tf.size(codes), source)
     x = tf.gather(table, tf.gather(padded, source))
-    for width in JOIN_WIDTHS:
+    for width in widths:
         # Each row padded with "" to a multiple of `width`, then every `width` pieces
         # joined: the row's n-grams at 0, width, 2 * width...
         padded_lengths = (lengths + width - 1) // width * width
@@ -310,8 +310,12 @@ class LiteTokenizer:
         """The BasicTokenizer words of one batch of strings (or several, as one):
         (UTF-8 words [words], int32 row splits of the words over the strings); a word
         of more than max_chars_per_word characters is [UNK]."""
-        decoded = decode_utf8(*texts)
-        out, out_rows, _ = self.normalized(decoded)
+        words, word_splits, _ = self._words(decode_utf8(*texts))
+        return words, word_splits
+
+    def _words(self, decoded: Decoded):
+        """`words` of decoded strings, and `WordSources` for offsets."""
+        out, out_rows, src = self.normalized(decoded)
         is_char = out != SPACE
         new_row = tf.concat([[True], out_rows[1:] != out_rows[:-1]], axis=0)
         after_space = tf.concat([[True], out[:-1] == SPACE], axis=0)
@@ -323,9 +327,9 @@ class LiteTokenizer:
         chars_per_word = char_splits[1:] - char_splits[:-1]
         too_long = chars_per_word > self.max_chars
         word_of_char = row_of(char_splits, tf.size(chars))
-        codes, length = _utf8_bytes(tf.gather(out, chars))
+        codes, full_length = utf8_bytes(tf.gather(out, chars))
         dropped = tf.gather(too_long, word_of_char)
-        length = tf.where(dropped, 0, length)
+        length = tf.where(dropped, 0, full_length)
         flat = tf.reshape(tf.where(dropped[:, None], -1, codes), [-1])
         keep = _i32(tf.where(flat >= 0)[:, 0])
         nwords = tf.size(word_starts)
@@ -338,22 +342,69 @@ class LiteTokenizer:
         word_bytes = tf.where(too_long, len(_UNK_BYTES), word_bytes)
         words = join_bytes(codes, starts, word_bytes)[:nwords]
         word_rows = tf.gather(out_rows, word_starts)
-        return words, splits_of(word_rows, decoded.nrows)
+        sources = WordSources(decoded, tf.gather(src, chars), full_length, char_splits,
+                              too_long)
+        return words, splits_of(word_rows, decoded.nrows), sources
 
     def tokenize(self, *texts):
         """int32 ids, ragged [n, (pieces)], as `BertTokenizer.tokenize` gives, for
         each of the [n] string tensors `texts` (tokenized together: one graph)."""
         words, word_splits = self.words(*texts)
-        pieces = self._wordpiece.tokenize(words)
-        splits = tf.gather(_i32(pieces.row_splits), word_splits)
-        values, out, first = pieces.flat_values, [], 0
-        for text in texts:
-            n = tf.size(text)
-            part = splits[first:first + n + 1]
-            out.append(tf.RaggedTensor.from_row_splits(
-                values[part[0]:part[-1]], tf.cast(part - part[0], tf.int64), validate=False))
-            first = first + n
+        out = _by_text(texts, self._wordpiece.tokenize(words), word_splits)
         return out[0] if len(texts) == 1 else out
+
+    def tokenize_with_offsets(self, *texts):
+        """`BertTokenizer.tokenize_with_offsets(unit="char")` in LiteRT ops: lists
+        (one item per [n] string tensor of `texts`) of ragged int32 [n, (pieces)] ids,
+        starts and ends, and the strings' `Decoded` characters (what offsets count)."""
+        decoded = decode_utf8(*texts)
+        words, word_splits, sources = self._words(decoded)
+        pieces, starts, ends = self._wordpiece.tokenize_with_offsets(words)
+        starts, ends = sources.char_offsets(_i32(pieces.value_rowids()),
+                                            _i32(starts.flat_values), _i32(ends.flat_values))
+        return (*(_by_text(texts, pieces.with_flat_values(v), word_splits)
+                  for v in (pieces.flat_values, starts, ends)), decoded)
+
+
+class WordSources:
+    """Where the bytes of `LiteTokenizer._words`' words come from: `char_offsets` maps
+    a word piece's byte span in its word to a code point span in its string, as
+    `BertTokenizer`'s exact path does (a word over the character limit is one [UNK]
+    over all of it)."""
+
+    def __init__(self, decoded: Decoded, char_source, char_bytes, char_splits, too_long):
+        self.decoded = decoded
+        self.char_source = char_source  # the decoded character of each word character
+        self.char_splits = char_splits  # words' characters
+        self.too_long = too_long
+        self.byte_splits = tf.concat([[0], tf.cumsum(char_bytes)], axis=0)
+
+    def char_offsets(self, word, start, end):
+        """(start, end) code point offsets in its string of bytes start:end of `word`."""
+        first_char = tf.gather(self.char_splits, word)
+        base = tf.gather(self.byte_splits, first_char)
+        char_of_byte = row_of(self.byte_splits, self.byte_splits[-1])
+        long = tf.gather(self.too_long, word)  # its piece is "[UNK]"'s, not its bytes
+        first = tf.gather(char_of_byte, base + tf.where(long, 0, start))
+        last = tf.gather(char_of_byte, base + tf.where(long, 0, end - 1))
+        first = tf.where(long, first_char, first)
+        last = tf.where(long, tf.gather(self.char_splits, word + 1) - 1, last)
+        first, last = tf.gather(self.char_source, first), tf.gather(self.char_source, last)
+        row_start = tf.gather(self.decoded.splits, tf.gather(self.decoded.rows, first))
+        return first - row_start, last + 1 - row_start
+
+
+def _by_text(texts, pieces, word_splits):
+    """[ragged [n, (pieces)] per text of `texts`] from the pieces of all their words."""
+    splits = tf.gather(_i32(pieces.row_splits), word_splits)
+    values, out, first = pieces.flat_values, [], 0
+    for text in texts:
+        n = tf.size(text)
+        part = splits[first:first + n + 1]
+        out.append(tf.RaggedTensor.from_row_splits(
+            values[part[0]:part[-1]], tf.cast(part - part[0], tf.int64), validate=False))
+        first = first + n
+    return out
 
 
 def concat_rows(a, b):
@@ -434,7 +485,7 @@ def split_words(text, whitespace):
     after = (index + 1 == row_end) | tf.gather(space_padded, index + 1)
     starts = _i32(tf.where(~space & before)[:, 0])
     ends = _i32(tf.where(~space & after)[:, 0]) + 1
-    codes, length = _utf8_bytes(cps)
+    codes, length = utf8_bytes(cps)
     byte_starts = tf.cumsum(length, exclusive=True)
     byte_padded = tf.concat([byte_starts, [tf.reduce_sum(length)]], axis=0)
     first = tf.gather(byte_padded, starts)

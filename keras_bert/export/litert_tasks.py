@@ -1,0 +1,321 @@
+"""`serve_text` in LiteRT ops for the families that do more than pack text: multiple
+choice (`serve_choices`), the tagger (`serve_words`) and SQuAD (`serve_questions`).
+
+Each computes what its SavedModel counterpart (`keras_bert.export.multiple_choice`,
+`word_labels`, `question_answering`) computes, within LiteRT's ops: strings are only
+gathered (no string select or concat; new strings are joined from bytes by
+`litert_text.join_bytes`), arithmetic is int32 and float32 (no int64 or float64
+kernels), and windows over long inputs follow `keras_bert.tasks.windows`' rule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.export.litert_text import (
+    JOIN_WIDTHS,
+    byte_rows,
+    concat_rows,
+    gather_rows,
+    join_bytes,
+    row_of,
+    split_words,
+    utf8_bytes,
+)
+from keras_bert.export.multiple_choice import NO_ENDING
+from keras_bert.export.word_labels import whitespace_code_points
+
+# What `tf.strings.strip` removes (ASCII whitespace), as bytes.
+ASCII_SPACE_BYTES = (9, 10, 11, 12, 13, 32)
+# NgramsStringJoin rounds for SQuAD answers: up to 8 * 8 * 16 * 16 * 16 bytes (256 KiB).
+ANSWER_WIDTHS = (*JOIN_WIDTHS, 16, 16)
+ANSWER_MAX_BYTES = int(np.prod(ANSWER_WIDTHS))
+
+
+def has_text(strings):
+    """Whether each string keeps something after `tf.strings.strip` (a byte other than
+    ASCII whitespace)."""
+    b, splits = byte_rows([strings])
+    other = tf.reduce_all(b[:, None] != tf.constant(ASCII_SPACE_BYTES)[None, :], axis=1)
+    count = tf.math.unsorted_segment_sum(tf.cast(other, tf.int32), row_of(splits, tf.size(b)),
+                                         tf.size(splits) - 1)
+    return count > 0
+
+
+def serve_choices(module, inputs):
+    """Multiple choice's `serve_text` (`keras_bert.export.multiple_choice`) in LiteRT
+    ops. Sentence B of a choice, `text_pair + " " + ending`, is tokenized as the pieces
+    of `text_pair` then those of the ending: the space splits them, so the ids are the
+    same."""
+    text, pair, endings = inputs["text"], inputs["text_pair"], inputs["endings"]
+    batch, count = tf.shape(endings)[0], tf.shape(endings)[1]
+    tok = module.lite_tokenizer
+    flat = tf.reshape(endings, [-1])
+    choice_row = tf.range(batch * count) // count
+    text_ids, pair_ids, ending_ids = tok.tokenize(text, pair, flat)
+    contexts = gather_rows(text_ids, choice_row)
+    continuations = concat_rows(gather_rows(pair_ids, choice_row), ending_ids)
+    packed = module.pack_text([contexts, continuations])
+    out = module.model_outputs({k: tf.reshape(v, [batch, count, -1])
+                                for k, v in packed.items()})
+    present = tf.reshape(has_text(flat), [batch, count])
+    logits = tf.where(present, out["logits"], float("-inf"))
+    any_present = tf.reduce_any(present, axis=1)
+    out["probabilities"] = tf.where(present & any_present[:, None],
+                                    tf.nn.softmax(logits, axis=-1), 0.0)
+    out["label"] = tf.where(any_present, tf.argmax(logits, axis=-1, output_type=tf.int32),
+                            NO_ENDING)
+    return out
+
+
+def windows(num_tokens, room, stride: int):
+    """`keras_bert.tasks.windows.window_table` in int32: (sequence, start, length) of
+    every window and the row splits of the windows over the sequences. `room`, the
+    most tokens a window, is an int or int32 [sequences]."""
+    room = tf.broadcast_to(room, tf.shape(num_tokens))
+    step = tf.minimum(room, stride)
+    counts = 1 + (tf.maximum(num_tokens - room, 0) + step - 1) // step
+    splits = tf.concat([[0], tf.cumsum(counts)], axis=0)
+    sequence = row_of(splits, splits[-1])
+    start = (tf.range(splits[-1]) - tf.gather(splits, sequence)) * tf.gather(step, sequence)
+    length = tf.minimum(tf.gather(num_tokens, sequence) - start, tf.gather(room, sequence))
+    return sequence, start, length, splits
+
+
+def best_windows(token, num_tokens, room, stride: int):
+    """`keras_bert.tasks.windows.best_windows` in int32: the max-context window (its
+    number in the sequence) of each token; `num_tokens` and `room` (an int or int32)
+    per token. The score min(left, right) + 0.01 * length is compared as
+    100 * min(left, right) + length."""
+    room = tf.broadcast_to(room, tf.shape(token))
+    step = tf.minimum(room, stride)
+    count = 1 + (tf.maximum(num_tokens - room, 0) + step - 1) // step
+    first = tf.maximum(token - room + step, 0) // step
+    last = tf.minimum(token // step, count - 1)
+    most = tf.reduce_max(tf.concat([(room + step - 1) // step, [1]], axis=0))
+    k = first[:, None] + tf.range(most)[None, :]  # the windows that may hold it
+    start = k * step[:, None]
+    length = tf.minimum(num_tokens[:, None] - start, room[:, None])
+    position = token[:, None]
+    score = 100 * tf.minimum(position - start, start + length - 1 - position) + length
+    score = tf.where(k <= last[:, None], score, -1)
+    return first + tf.argmax(score, axis=1, output_type=tf.int32)
+
+
+def window_pieces(segment, window, start, length):
+    """Ragged [windows, (pieces)]: pieces start:start + length of row `window` of
+    `segment`."""
+    splits = tf.concat([[0], tf.cumsum(length)], axis=0)
+    row = row_of(splits, splits[-1])
+    source = (tf.gather(tf.cast(segment.row_starts(), tf.int32), tf.gather(window, row))
+              + tf.gather(start, row) + tf.range(splits[-1]) - tf.gather(splits, row))
+    return tf.RaggedTensor.from_row_splits(tf.gather(segment.flat_values, source),
+                                           tf.cast(splits, tf.int64), validate=False)
+
+
+def serve_words(module, inputs):
+    """The tagger's `serve_text` (`keras_bert.export.word_labels`) in LiteRT ops."""
+    source = module.source
+    tok, names = source.tokenizer, [*source.label_names, ""]
+    words, word_splits, starts, ends = split_words(inputs["text"], whitespace_code_points())
+    count = tf.size(starts)
+    word_text = row_of(word_splits, count)
+    pieces = module.lite_tokenizer.tokenize(words[:count])
+    lengths = tf.cast(pieces.row_lengths(), tf.int32)
+    empty = tf.cast(lengths == 0, tf.int32)  # a word of no pieces is [UNK]
+    unk = tf.RaggedTensor.from_row_splits(
+        tf.fill([tf.reduce_sum(empty)], tok.unk_id),
+        tf.cast(tf.concat([[0], tf.cumsum(empty)], axis=0), tf.int64), validate=False)
+    pieces = concat_rows(pieces, unk)
+    lengths = lengths + empty
+    nrows = tf.size(word_splits) - 1
+    text_pieces = tf.math.unsorted_segment_sum(lengths, word_text, nrows)
+    text_start = tf.cumsum(text_pieces, exclusive=True)
+    first_piece = tf.cumsum(lengths, exclusive=True) - tf.gather(text_start, word_text)
+    room = source.max_seq_length - 2
+    window, start, length, window_splits = windows(text_pieces, room, source.doc_stride)
+    segment = tf.RaggedTensor.from_row_splits(pieces.flat_values, tf.cast(tf.concat(
+        [[0], tf.cumsum(text_pieces)], axis=0), tf.int64), validate=False)
+    # Window w holds pieces start[w]:start[w] + length[w] of its text.
+    logits = module.model_outputs(module.pack_text([window_pieces(segment, window, start,
+                                                                  length)]))["logits"]
+    best = best_windows(first_piece, tf.gather(text_pieces, word_text), room,
+                        source.doc_stride)
+    feature = tf.gather(window_splits, word_text) + best
+    position = 1 + first_piece - tf.gather(start, feature)
+    guessed = tf.argmax(tf.gather_nd(logits, tf.stack([feature, position], axis=1)),
+                        axis=-1, output_type=tf.int32)
+    # At least one column: LiteRT's Python API cannot return an empty tensor
+    # (`LiteRTModel` cuts the column off again when no text has a word).
+    most = tf.reduce_max(tf.concat([word_splits[1:] - word_splits[:-1], [1]], axis=0))
+    j = tf.range(most)[None, :]
+    real = j < (word_splits[1:] - word_splits[:-1])[:, None]
+    at = tf.where(real, word_splits[:-1, None] + j, count)
+    padded_guess = tf.concat([guessed, [len(names) - 1]], axis=0)
+    return {"words": tf.gather(words, at),
+            "labels": tf.gather(tf.constant(names), tf.gather(padded_guess, at)),
+            "word_start": tf.gather(tf.concat([starts, [-1]], axis=0), at),
+            "word_end": tf.gather(tf.concat([ends, [-1]], axis=0), at),
+            "num_words": word_splits[1:] - word_splits[:-1]}
+
+
+def serve_questions(module, inputs):
+    """SQuAD's `serve_text` (`keras_bert.export.question_answering`) in LiteRT ops:
+    the same windows, candidates, max-context rule, answers and outputs.
+
+    The SavedModel adds the two float32 logits of a span in float64; LiteRT has no
+    float64, so a span's score is kept exact as a float32 sum and its rounding error
+    (two-sum) and spans are ranked by both, the same order. Only the SQuAD v2.0 test
+    null score - best score > threshold is computed in float32 (equal unless within
+    float32 rounding of the threshold). An answer over `ANSWER_MAX_BYTES` of UTF-8 is
+    cut there."""
+    source = module.source
+    question, passage = inputs["text"], inputs["text_pair"]
+    batch = tf.size(question)
+    (q_ids, p_ids), (_, p_starts), (_, p_ends), decoded = (
+        module.lite_tokenizer.tokenize_with_offsets(question, passage))
+    q_len = tf.minimum(tf.cast(q_ids.row_lengths(), tf.int32), source.max_query_length)
+    q_ids = _head(q_ids, q_len)
+    n_tokens = tf.cast(p_ids.row_lengths(), tf.int32)
+    room = source.max_seq_length - q_len - 3  # passage pieces per window
+
+    # One row per window: its question, where it starts and how long it is.
+    example, start, length, splits = windows(n_tokens, room, source.doc_stride)
+    count = tf.size(example)
+    index = tf.range(count) - tf.gather(splits, example)
+    offset = tf.gather(q_len, example) + 2  # the passage's first position
+    pieces = window_pieces(p_ids, example, start, length)
+    packed = module.pack_text([gather_rows(q_ids, example), pieces])
+    out = module.model_outputs(packed)
+    real = packed["input_mask"] > 0
+    start_logits = tf.where(real, out["start_logits"], float("-inf"))
+    end_logits = tf.where(real, out["end_logits"], float("-inf"))
+
+    # Candidates of each window: its n_best_size best starts x best ends.
+    k = tf.minimum(source.n_best_size, tf.shape(start_logits)[1])
+    top_start = tf.math.top_k(start_logits, k).indices
+    top_end = tf.math.top_k(end_logits, k).indices
+
+    def in_passage(p):
+        return (p >= offset[:, None]) & (p < (offset + length)[:, None])
+
+    token_of_start = tf.reshape(start[:, None] + top_start - offset[:, None], [-1])
+    of_window = tf.reshape(tf.tile(example[:, None], [1, k]), [-1])
+    best = best_windows(token_of_start, tf.gather(n_tokens, of_window),
+                        tf.gather(room, of_window), source.doc_stride)
+    is_max_context = tf.reshape(best, tf.shape(top_start)) == index[:, None]
+    # [windows, start rank, end rank]
+    i, j = tf.expand_dims(top_start, 2), tf.expand_dims(top_end, 1)
+    ok = (tf.expand_dims(in_passage(top_start) & is_max_context, 2)
+          & tf.expand_dims(in_passage(top_end), 1) & (j >= i)
+          & (j - i + 1 <= source.max_answer_length))
+    score, error = _two_sum(
+        tf.expand_dims(tf.gather(start_logits, top_start, batch_dims=1), 2),
+        tf.expand_dims(tf.gather(end_logits, top_end, batch_dims=1), 1))
+    ok = tf.reshape(ok, [count, -1])
+    score, error = tf.reshape(score, [count, -1]), tf.reshape(error, [count, -1])
+
+    # The best candidate of each question: highest score, then the earliest in
+    # (window, start rank, end rank) order.
+    best_score, best_error, chosen = _segment_best(score, error, ok, example, batch)
+    per_window = k * k
+    order = tf.range(count)[:, None] * per_window + tf.range(per_window)[None, :]
+    never = count * per_window
+    first = tf.math.unsorted_segment_min(
+        tf.reduce_min(tf.where(chosen, order, never), axis=1), example, batch)
+    has_span = first < never
+    first = tf.where(has_span, first, 0)
+    window, rank = first // per_window, first % per_window
+    shift = tf.gather(start, window) - tf.gather(offset, window)
+    start_token = shift + tf.gather_nd(top_start, tf.stack([window, rank // k], axis=1))
+    end_token = shift + tf.gather_nd(top_end, tf.stack([window, rank % k], axis=1))
+    char_start = _row_value(p_starts, start_token, has_span)
+    char_end = _row_value(p_ends, end_token, has_span)
+
+    blank = _blank_rows(decoded)  # questions, then passages
+    keep = (has_span & ~tf.gather(blank, tf.range(batch))
+            & ~tf.gather(blank, batch + tf.range(batch)))
+    if source.null_score_diff_threshold is not None:
+        null_score, null_error = _two_sum(start_logits[:, 0], end_logits[:, 0])
+        null, null_error = _segment_min_pair(null_score, null_error, example, batch)
+        diff = (null - best_score) + (null_error - best_error)
+        keep &= ~(diff > source.null_score_diff_threshold)
+    return {
+        "answer": _answers(decoded, batch, char_start, char_end, keep),
+        "answer_start": tf.where(keep, char_start, -1),
+        "answer_end": tf.where(keep, char_end, -1),
+        "score": tf.where(has_span, best_score, 0.0),
+        "has_answer": keep,
+    }
+
+
+def _head(ragged, lengths):
+    """The first `lengths` values of each row of a ragged int32 tensor."""
+    splits = tf.concat([[0], tf.cumsum(lengths)], axis=0)
+    row = row_of(splits, splits[-1])
+    source = (tf.gather(tf.cast(ragged.row_starts(), tf.int32), row) + tf.range(splits[-1])
+              - tf.gather(splits, row))
+    return tf.RaggedTensor.from_row_splits(tf.gather(ragged.flat_values, source),
+                                           tf.cast(splits, tf.int64), validate=False)
+
+
+def _two_sum(a, b):
+    """a + b as float32 (sum, rounding error): sum + error is the exact sum."""
+    total = a + b
+    b_part = total - a
+    error = (a - (total - b_part)) + (b - b_part)
+    return total, tf.where(tf.math.is_finite(total), error, 0.0)
+
+
+def _segment_best(score, error, ok, example, batch):
+    """The best (score, error) of each question over its windows' `ok` candidates,
+    and which candidates have it: (score, error, chosen)."""
+    masked = tf.where(ok, score, float("-inf"))
+    best = tf.math.unsorted_segment_max(tf.reduce_max(masked, axis=1), example, batch)
+    tied = ok & (masked == tf.gather(best, example)[:, None])
+    best_error = tf.math.unsorted_segment_max(
+        tf.reduce_max(tf.where(tied, error, float("-inf")), axis=1), example, batch)
+    return best, best_error, tied & (error == tf.gather(best_error, example)[:, None])
+
+
+def _segment_min_pair(score, error, example, batch):
+    """The smallest (score, error) of each question's windows."""
+    low = tf.math.unsorted_segment_min(score, example, batch)
+    low_error = tf.math.unsorted_segment_min(
+        tf.where(score == tf.gather(low, example), error, float("inf")), example, batch)
+    return low, low_error
+
+
+def _row_value(ragged, position, present):
+    """`ragged[b, position[b]]` per row (0 where `present` is False)."""
+    flat = tf.concat([ragged.flat_values, [0]], axis=0)
+    where = tf.where(present, tf.cast(ragged.row_starts(), tf.int32) + position,
+                     tf.size(flat) - 1)
+    return tf.gather(flat, where)
+
+
+def _blank_rows(decoded):
+    """Whether each decoded string is only characters `str.strip()` removes."""
+    space = tf.reduce_any(decoded.cps[:, None] == tf.constant(
+        whitespace_code_points(), tf.int32)[None, :], axis=1)
+    other = tf.math.unsorted_segment_sum(tf.cast(~space, tf.int32), decoded.rows,
+                                         decoded.nrows)
+    return other == 0
+
+
+def _answers(decoded, batch, char_start, char_end, keep):
+    """Characters char_start:char_end of each passage (the rows after the `batch`
+    questions of `decoded`) as UTF-8 strings, "" where not `keep`: U+FFFD for each
+    invalid sequence, as the SavedModel's transcoded passage has."""
+    codes, length = utf8_bytes(decoded.cps)
+    flat = tf.reshape(codes, [-1])
+    flat = tf.gather(flat, tf.cast(tf.where(flat >= 0)[:, 0], tf.int32))
+    byte_start = tf.concat([tf.cumsum(length, exclusive=True), [tf.size(flat)]], axis=0)
+    row_start = tf.gather(decoded.splits, batch + tf.range(batch))
+    first = tf.gather(byte_start, row_start + tf.maximum(char_start, 0))
+    size = tf.gather(byte_start, row_start + tf.maximum(char_end, 0)) - first
+    # No answer: one "" byte (the code after the last) for join_bytes.
+    first = tf.where(keep, first, tf.size(flat))
+    size = tf.where(keep, tf.minimum(size, ANSWER_MAX_BYTES), 1)
+    return join_bytes(flat, first, size, ANSWER_WIDTHS)[:batch]
