@@ -12,6 +12,7 @@ imported. Models are tiny (2 layers, H=32) with random weights.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import warnings
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -229,7 +231,8 @@ def exports(tmp_path_factory):
     out = root / "models"
     size = _tokenizer(False).vocab_size
     runs = {"classifier": ("mrpc", {"task": "mrpc", "labels": ["0", "1"]}, {}),
-            "span_labeler": ("squad1", {"task": "squad1"}, {"max_query_length": 8}),
+            "span_labeler": ("squad1", {"task": "squad1"}, {"max_query_length": 8,
+                                                            "doc_stride": 5}),
             "tagger": ("ner", {"task": "ner", "labels": NER_LABELS}, {"doc_stride": 5}),
             "multiple_choice": ("swag", {"task": "swag"}, {})}
     made = {}
@@ -238,10 +241,10 @@ def exports(tmp_path_factory):
         model = finetuned_run(VOCAB, SEQ, run, task, BertEncoder(_config(size)), config, **options)
         if kind in ("classifier", "span_labeler"):
             path, card = _export(run, out, kind, "--format", "litert")
-            made[kind] = (model, path, card, None)
+            made[kind] = (model, path, card, load_export_source(run))
             if kind == "span_labeler":
                 path, card = _export(run, out, kind, "--format", "litert",
-                                     "--quantize", "dynamic_int8")
+                                     "--quantize", "dynamic_int8", "--noserve_text")
                 made["span_labeler_int8"] = (model, path, card, None)
         else:  # the tagger reads long texts in windows of 16 (14 pieces), 5 apart
             source = load_export_source(run, max_seq_length=16 if kind == "tagger" else None)
@@ -262,14 +265,12 @@ def test_layout_card_and_ops(exports):
         assert custom <= set(LITERT_TEXT_OPS), (key, custom)
         assert not any(op.startswith("Flex") for op in custom)
         assert sorted(custom) == card["litert"]["custom_ops"]
-        text = card["kind"] != "span_labeler"
+        text = key != "span_labeler_int8"  # exported with --noserve_text
         assert sorted(card["signatures"]) == (["serve_text", "serving_default"] if text
                                                else ["serving_default"])
         assert card["litert"]["serve_text"] is text
     assert exports["span_labeler"][2]["quantize"] == "none"
     assert exports["span_labeler_int8"][2]["quantize"] == "dynamic_int8"
-    assert "SQuAD serve_text" in exports["span_labeler"][2]["litert"][
-        "serve_text_missing_reason"]
     assert exports["span_labeler_int8"][1].endswith(os.path.join("span_labeler", "2"))
 
 
@@ -344,11 +345,107 @@ def test_multiple_choice_serve_text_equals_keras(exports):
     assert got["label"].tolist() == labels.tolist() and labels[-1] == -1
 
 
+def _squad_cases(tokenizer, seed=0):
+    """Questions and passages as bytes: random vocabulary words from none to many
+    windows, TEXT_BYTES' odd text (non-Latin, control characters, invalid UTF-8, words
+    over the length limit, blank), and empty or blank questions beside real ones."""
+    rng = random.Random(seed)
+    words = [t for t in tokenizer.vocabulary if t.isalpha() and not t.startswith("[")]
+    questions, passages = [], []
+    for n in (0, 1, 3, 12, 30, 70):
+        for _ in range(3):
+            passages.append(" ".join(rng.choice(words) for _ in range(n)).encode())
+            questions.append(" ".join(rng.choice(words)
+                                      for _ in range(rng.randint(0, 9))).encode())
+    for i, text in enumerate(TEXT_BYTES):
+        questions.append(TEXT_BYTES[(i + 5) % len(TEXT_BYTES)][:60])
+        passages.append(text + b" " + " ".join(rng.choice(words) for _ in range(8)).encode())
+    questions += [b"", b" \xe3\x80\x80 ", b"tower", b"who \xff"]
+    passages += [passages[4], passages[5], b"\t \xc2\xa0", "\u00e9".encode() * 250 + b" end"]
+    return questions, passages
+
+
+def _assert_same_answers(got, expected, passages):
+    assert sorted(got) == sorted(expected)
+    for name, value in expected.items():
+        value = value.numpy()
+        if value.dtype.kind == "f":
+            np.testing.assert_allclose(got[name], value, atol=1e-5, rtol=0, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got[name], value, err_msg=name)
+    for b, answer in enumerate(got["answer"]):  # the offsets cut the answer out
+        start, end = got["answer_start"][b], got["answer_end"][b]
+        text = passages[b].decode("utf-8", "replace")
+        assert answer.decode("utf-8") == (text[start:end] if got["has_answer"][b] else "")
+
+
+def test_squad_serve_text_equals_the_saved_models(exports):
+    """Answers over passages of any length (many windows 5 pieces apart), odd and
+    invalid text, empty and blank questions: every output equals the SavedModel
+    serve_text's (`ServingModule`, checked against `keras-bert predict`)."""
+    _, path, _, source = exports["span_labeler"]
+    questions, passages = _squad_cases(source.tokenizer)
+    inputs = {"text": tf.constant(questions), "text_pair": tf.constant(passages)}
+    expected = ServingModule(source).serve_text(inputs)
+    got = LiteRTModel(path).serve_text(text=questions, text_pair=passages)
+    _assert_same_answers(got, expected, passages)
+    assert 10 <= got["has_answer"].sum() < len(questions)
+
+
+class _TableModel(keras.Model):
+    """Start and end logits looked up per token id."""
+
+    def __init__(self, encoder, start, end):
+        super().__init__(name="table_model")
+        self.encoder = encoder
+        self._start = tf.constant(start, tf.float32)
+        self._end = tf.constant(end, tf.float32)
+
+    def call(self, inputs, training=False):
+        ids = inputs["input_word_ids"]
+        return {"start_logits": tf.gather(self._start, ids),
+                "end_logits": tf.gather(self._end, ids)}
+
+
+def test_squad_v2_and_scores_that_tie_in_float32(exports, tmp_path):
+    """SQuAD v2.0 (null score threshold 0.5), and two spans whose float32 sums tie
+    (1 + 1e-8 and 1 + 3e-8 both round to 1.0): the SavedModel adds them in float64 and
+    answers the later, larger one; so does LiteRT, which has no float64."""
+    _, _, _, source = exports["span_labeler"]
+    tok = source.tokenizer
+    rng = np.random.default_rng(3)
+    start = rng.uniform(-3, 1.5, tok.vocab_size).astype(np.float32)
+    end = rng.uniform(-3, 1.5, tok.vocab_size).astype(np.float32)
+    words = [t for t in tok.vocabulary if t.isalpha() and t.islower() and len(t) > 3]
+    a, b1, c, b2, *filler = words[:40]
+    start[:] = np.minimum(start, 0.0)
+    end[:] = np.minimum(end, 0.0)
+    start[tok.token_to_id(a)] = start[tok.token_to_id(c)] = 1.0
+    end[tok.token_to_id(b1)], end[tok.token_to_id(b2)] = 1e-8, 3e-8
+    tie = " ".join([a, b1, *filler[:30], c, b2]).encode()
+    encoder = exports["span_labeler"][0].encoder
+    tied = dataclasses.replace(source, model=_TableModel(encoder, start, end),
+                               null_score_diff_threshold=0.5)
+    path, _ = export_litert(tied, tmp_path, "tie")
+    questions, passages = _squad_cases(tok, seed=1)
+    questions, passages = [b"which", *questions], [tie, *passages]
+    expected = ServingModule(tied).serve_text({"text": tf.constant(questions),
+                                               "text_pair": tf.constant(passages)})
+    got = LiteRTModel(path).serve_text(text=questions, text_pair=passages)
+    _assert_same_answers(got, expected, passages)
+    assert got["answer"][0].decode() == f"{c} {b2}" and got["score"][0] == np.float32(1.0)
+    text = [q.decode("utf-8", "replace").strip() and p.decode("utf-8", "replace").strip()
+            for q, p in zip(questions, passages)]
+    by_null = [i for i in range(len(questions)) if text[i] and not got["has_answer"][i]]
+    assert by_null and got["has_answer"].sum() >= 5
+
+
 def test_int8_is_smaller_quantizes_the_embeddings_and_stays_close(exports):
     model, float_path, _, _ = exports["span_labeler"]
     int8_path = exports["span_labeler_int8"][1]
     sizes = [os.path.getsize(os.path.join(p, "model.tflite")) for p in (float_path, int8_path)]
-    assert sizes[1] < 0.5 * sizes[0]
+    weights = 4 * sum(int(np.prod(w.shape)) for w in model.weights)
+    assert sizes[0] - sizes[1] > 0.7 * weights  # int8 weights: 3 bytes of 4 saved
     flat, _ = _flatbuffer_ops(os.path.join(int8_path, "model.tflite"))
     vocab, hidden = model.encoder.config.vocab_size, model.encoder.config.hidden_size
     int8 = 9  # TensorType.INT8

@@ -15,7 +15,8 @@
 - `litert`: `export_litert`, the LiteRT (TensorFlow Lite) model
   `OUTPUT_DIR/NAME/VERSION/model.tflite` with the same signatures and card (weights
   float32, int8 or float16), and `LiteRTModel` to run one; `litert_text` is BERT's
-  tokenizer, packing and word splitting in LiteRT's ops (`LiteTokenizer`).
+  tokenizer, packing and word splitting in LiteRT's ops (`LiteTokenizer`);
+  `litert_tasks` the multiple choice, tagger and SQuAD `serve_text` in them.
 - `onnx`: `export_onnx`, the ids signature as `OUTPUT_DIR/NAME/VERSION/model.onnx`
   through tf2onnx (the `onnx` extra, imported only when converting).
 """
