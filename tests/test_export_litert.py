@@ -142,6 +142,10 @@ def tokenizer_model():
                 # return an empty tensor
                 out[f"{case}_ids"] = tf.concat([ids.flat_values, [-1]], axis=0)
                 out[f"{case}_splits"] = ids.row_splits
+            # SQuAD's character offsets (uncased: accents stripped, so they move)
+            (ids,), (starts,), (ends,), _ = tokenizers[True].tokenize_with_offsets(text)
+            for name, value in (("offset_ids", ids), ("starts", starts), ("ends", ends)):
+                out[name] = tf.concat([value.flat_values, [-1]], axis=0)
             return out
 
     module = Tokenize()
@@ -155,9 +159,13 @@ def tokenizer_model():
 def _run_tokenizer(model, texts):
     interpreter = load_interpreter_from_content(model)
     out = interpreter.get_signature_runner()(text=np.array(texts, dtype=object))
-    return {case: [out[f"{case}_ids"][a:b].tolist() for a, b in
+    rows = {case: [out[f"{case}_ids"][a:b].tolist() for a, b in
                    zip(out[f"{case}_splits"][:-1], out[f"{case}_splits"][1:])]
             for case in (False, True)}
+    splits = out["True_splits"]
+    for name in ("offset_ids", "starts", "ends"):
+        rows[name] = [out[name][a:b].tolist() for a, b in zip(splits[:-1], splits[1:])]
+    return rows
 
 
 def load_interpreter_from_content(model):
@@ -180,6 +188,11 @@ def test_litert_ids_equal_bert_tokenizer_on_reference_and_odd_text(tokenizer_mod
         expected = _tokenizer(case).tokenize(tf.constant(texts)).to_list()
         wrong = [texts[i] for i in range(len(texts)) if got[case][i] != expected[i]]
         assert not wrong, f"lower_case={case}: {len(wrong)} differ, e.g. {wrong[:3]}"
+    expected = _tokenizer(True).tokenize_with_offsets(tf.constant(texts), unit="char")
+    for name, value in zip(("offset_ids", "starts", "ends"), expected):
+        value = value.to_list()
+        wrong = [texts[i] for i in range(len(texts)) if got[name][i] != value[i]]
+        assert not wrong, f"{name}: {len(wrong)} differ, e.g. {wrong[:3]}"
     for text in [b"", b"   ", "ΣΑΣ ΟΔΟΣ.".encode(), b"\xe2\x82", "e\u0301\u0323".encode()]:
         one = _run_tokenizer(tokenizer_model, [text])
         assert one[True] == _tokenizer(True).tokenize(tf.constant([text])).to_list()
@@ -499,7 +512,7 @@ for key, (path, signature, inputs) in jobs.items():
     run = interpreter.get_signature_runner(signature)
     out = run(**{k: np.array([t.encode() for t in v], dtype=object) if signature ==
                  "serve_text" else np.array(v, np.int32) for k, v in inputs.items()})
-    results[key] = {k: v.astype(str).tolist() if v.dtype == object else v.tolist()
+    results[key] = {k: [x.decode() for x in v] if v.dtype == object else v.tolist()
                     for k, v in out.items()}
     results[key]["label_names"] = card["label_names"]
 print(json.dumps({"blocked": blocked, "results": results}))
@@ -508,15 +521,20 @@ print(json.dumps({"blocked": blocked, "results": results}))
 
 def test_readme_runner_classifies_in_a_process_without_keras_bert(exports, tmp_path):
     """The README runner (tensorflow + tensorflow-text + ai-edge-litert) classifies raw
-    sentences with the label names of the card, and runs the int8 model's ids, where
-    keras_bert cannot be imported; the same outputs as in this process."""
+    sentences with the label names of the card, answers questions and runs the int8
+    model's ids, where keras_bert cannot be imported; the same outputs as in this
+    process."""
     sentences = {"text": ["A gripping, beautiful film.", "Ça ne marche pas du tout…"],
                  "text_pair": ["It is.", "Σ"]}
     ids = {k: v.tolist() for k, v in random_ids().items()}
+    questions = {"text": ["Where is the tower?", "Qui?"],
+                 "text_pair": ["The tower stands in Paris, über dem Fluss.", "Σ x y"]}
     jobs = {"classify": (exports["classifier"][1], "serve_text", sentences),
-            "int8_ids": (exports["span_labeler_int8"][1], "serving_default", ids)}
+            "int8_ids": (exports["span_labeler_int8"][1], "serving_default", ids),
+            "answer": (exports["span_labeler"][1], "serve_text", questions)}
     expected = {"classify": LiteRTModel(jobs["classify"][0]).serve_text(**sentences),
-                "int8_ids": LiteRTModel(jobs["int8_ids"][0]).serving_default(**ids)}
+                "int8_ids": LiteRTModel(jobs["int8_ids"][0]).serving_default(**ids),
+                "answer": LiteRTModel(jobs["answer"][0]).serve_text(**questions)}
     (tmp_path / "jobs.json").write_text(json.dumps(jobs))
     (tmp_path / "runner.py").write_text(RUNNER)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -529,6 +547,7 @@ def test_readme_runner_classifies_in_a_process_without_keras_bert(exports, tmp_p
     got = report["results"]
     assert got["classify"]["label_names"] == ["0", "1"]
     assert got["classify"]["label"] == expected["classify"]["label"].astype(str).tolist()
+    assert got["answer"]["answer"] == [a.decode() for a in expected["answer"]["answer"]]
     for key in jobs:
         for name, value in expected[key].items():
             if value.dtype != object:
