@@ -100,6 +100,7 @@ def free_ports(n):
     return ports
 
 
+@pytest.mark.slow  # long (CI time); its neighbours cover the default run
 def test_multi_worker_on_loopback_equals_one_device(data, single_device, tmp_path):
     workers = [f"127.0.0.1:{port}" for port in free_ports(2)]
     processes = []

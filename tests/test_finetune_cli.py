@@ -229,6 +229,7 @@ def test_squad_gets_the_papers_sequence_length_by_default(tmp_path):
     assert short.settings.max_seq_length == 64
 
 
+@pytest.mark.slow  # long (CI time); its neighbours cover the default run
 def test_restarts_keep_the_best_seed_on_dev_in_mixed_bfloat16(tmp_path):
     data = os.path.join(TASK_DATA, "glue", "STS-B")
     out = tmp_path / "stsb"

@@ -218,6 +218,7 @@ def test_best_span_v1_and_v2():
         best_span(start, end[:3])
 
 
+@pytest.mark.slow  # long (CI time); its neighbours cover the default run
 def test_fit_with_xla_and_mixed_precision(tiny_config):
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     x = _toy()

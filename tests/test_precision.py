@@ -66,6 +66,7 @@ def test_mixed_bfloat16_encoder_stays_close_to_float32():
     assert not np.array_equal(seq32, seq16)  # it did compute in bfloat16
 
 
+@pytest.mark.slow  # long (CI time); its neighbours cover the default run
 def test_mixed_bfloat16_pretraining_converges_like_float32(tmp_path):
     # The recipe of test_training's learning test, with dropout (BertDropout) on.
     data = write_pretraining_records(str(tmp_path / "data"), num_examples=1024, seed=1)

@@ -374,6 +374,7 @@ def cli_args(data, run_dir, config, steps=4):
             "--noprogress"]
 
 
+@pytest.mark.slow  # long (CI time); its neighbours cover the default run
 def test_cli_sigint_exits_with_a_checkpoint_and_the_same_command_resumes(tmp_path, data):
     config = write_config(str(tmp_path / "bert_config.json"))
     run_dir = tmp_path / "run"

@@ -97,8 +97,8 @@ def test_local_shards_do_not_depend_on_how_the_corpus_is_split_into_files(
 
 @pytest.mark.parametrize("beam_options", [
     ["--runner=DirectRunner", "--direct_running_mode=in_memory", "--direct_num_workers=1"],
-    ["--runner=DirectRunner", "--direct_running_mode=multi_processing",
-     "--direct_num_workers=2"],
+    pytest.param(["--runner=DirectRunner", "--direct_running_mode=multi_processing",
+                  "--direct_num_workers=2"], marks=pytest.mark.slow),  # long (CI time)
 ], ids=["in_memory", "multi_processing_2_workers"])
 def test_the_direct_runner_writes_the_local_paths_instances(corpus, vocab_file, local_run,
                                                              tmp_path, beam_options):

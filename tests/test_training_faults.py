@@ -69,6 +69,7 @@ def assert_same_weights(path, reference):
         np.testing.assert_array_equal(value, reference[name], err_msg=name)
 
 
+@pytest.mark.slow  # long (CI time); its neighbours cover the default run
 def test_kill_9_resumes_from_the_last_checkpoint(data, uninterrupted, tmp_path):
     spec_path, spec = spec_for(data, str(tmp_path), "run")
     process = start_process(spec_path)
