@@ -14,8 +14,8 @@ CORE = [
 EXTRAS = {
     # Test runner and linters; everything the default test suite needs (the export
     # tests read TF Serving warmup protos and load exports with hub.KerasLayer; the
-    # plotting tests draw with matplotlib).
-    "test": ["pytest", "ruff", "tensorflow-serving-api~=2.20.0", "tensorflow-hub>=0.16.1",
+    # plotting tests draw with matplotlib; pytest-xdist runs the suite on two workers).
+    "test": ["pytest", "pytest-xdist", "ruff", "tensorflow-serving-api~=2.20.0", "tensorflow-hub>=0.16.1",
              "tf-keras~=2.20.0", "matplotlib", "tf2onnx~=1.17", "onnxruntime>=1.20"],
     # SavedModel export: TF Serving warmup requests (PredictionLog protos).
     "export": ["tensorflow-serving-api~=2.20.0"],

@@ -146,8 +146,23 @@ def pytest_deselected(items):
     _DESELECTED_SLOW.extend(item for item in items if item.get_closest_marker("slow"))
 
 
+_WORKERS_SLOW = []  # under pytest-xdist: what each worker left out (each collects all)
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a pytest-xdist worker: tell the controller
+        workeroutput["slow_deselected"] = len(_DESELECTED_SLOW)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):  # pytest-xdist's controller
+    _WORKERS_SLOW.append(getattr(node, "workeroutput", {}).get("slow_deselected", 0))
+
+
 def pytest_terminal_summary(terminalreporter):
-    if _DESELECTED_SLOW:
+    count = max([len(_DESELECTED_SLOW), *_WORKERS_SLOW])
+    if count:
         terminalreporter.write_line(
-            f"{len(_DESELECTED_SLOW)} slow tests deselected (marked @pytest.mark.slow); "
+            f"{count} slow tests deselected (marked @pytest.mark.slow); "
             "`python -m pytest -m slow` runs them.")
