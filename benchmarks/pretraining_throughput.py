@@ -25,7 +25,7 @@ bfloat16 (Keras / tf_keras mixed precision) instead of float32.
 `--config demo` times the whole training loop instead of one step: what `keras-bert
 pretrain` and the demo run (`keras_bert.training.Pretraining.fit`: the TFRecord input
 pipeline, the checkpoint, metrics and progress-bar callbacks), on synthetic TFRecords
-of the demo's shape (`keras-bert demo`: tiny L2/H128, vocab 4096, sequence 64, 10
+of the demo's shape (`keras-bert demo`: L2/H64/A4/I256, vocab 4096, sequence 64, 10
 predictions, `--batch` sequences), for each `steps_per_execution` in `--spe` ("default":
 what the library picks when none is given), and then at this script's paper-size shape
 above (sequence 128, 20 predictions, `--batch` sequences) for `--paper_spe`. Each value runs in its own process,
@@ -269,8 +269,8 @@ class _Child:
                 "warmup_s": self.ready["warmup_s"], "peak_rss_mb": rss}
 
 
-DEMO_SHAPE = {"num_layers": 2, "hidden_size": 128, "num_heads": 2, "intermediate_size": 512,
-              "vocab_size": 4096}
+DEMO_SHAPE = {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "intermediate_size": 256,
+              "vocab_size": 4096}  # the demo's model (H128/A2/I512 before issue 26)
 
 
 def _write_loop_records(directory, records, seq, predictions, vocab):

@@ -1,5 +1,5 @@
 """BERT's whole story on text found on this machine: pretrain, fine-tune, beat a
-baseline, export, serve. No network; about 4 minutes on 2 CPU cores.
+baseline, export, serve. No network; about 8 minutes on 2 AVX2 CPU cores.
 
 1. corpus: the English docstrings of the installed Python standard library, numpy,
    tensorflow and keras (parsed with `ast`, never imported), one document per module
@@ -10,7 +10,7 @@ baseline, export, serve. No network; about 4 minutes on 2 CPU cores.
 3. masked-LM / next-sentence TFRecords (`keras_bert.data.pretraining`; every pair
    fills the sequence: short_seq_prob 0, see
    `demo_stages.write_tfrecords`);
-4. a tiny BERT (L2/H128) pretrained under the default tf.distribute strategy
+4. a tiny BERT (L2/H64, 4 heads) pretrained under the default tf.distribute strategy
    (`keras_bert.training.Pretraining`);
 5. held-out masked-LM and next-sentence accuracy, untrained and trained, next to their
    trivial baselines (always guess the most frequent masked token of the training

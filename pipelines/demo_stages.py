@@ -146,10 +146,14 @@ def pretrain(job: DemoJob):
     from keras_bert.training import Pretraining, PretrainingOptions, pretraining_losses
 
     settings, paths = job.settings, job.paths
-    job.stages.start(4, "pretrain", f"Pretraining a tiny BERT (L2/H128) for "
-                     f"{settings.num_train_steps} steps of {settings.train_batch_size} sequences")
+    job.stages.start(4, "pretrain", f"Pretraining a tiny BERT (L2/H{settings.hidden_size}) "
+                     f"for {settings.num_train_steps} steps of {settings.train_batch_size} "
+                     "sequences")
     config = BertConfig.from_preset("tiny", vocab_size=settings.vocab_size,
-                                    max_position_embeddings=settings.max_seq_length)
+                                    max_position_embeddings=settings.max_seq_length,
+                                    hidden_size=settings.hidden_size,
+                                    intermediate_size=settings.intermediate_size,
+                                    num_heads=settings.num_heads)
     options = PretrainingOptions(
         train_batch_size=settings.train_batch_size, num_train_steps=settings.num_train_steps,
         num_warmup_steps=settings.num_train_steps // 10,
@@ -208,7 +212,8 @@ def evaluate_heldout(job: DemoJob, pretrained, untrained):
     for label, mlm, nsp in rows:
         print(f"  {label:<{width}}{mlm:>14.3f}{nsp:>19.3f}")
     examples = masked_examples([s for d in read_documents(paths["heldout_corpus"])
-                                for s in d], tokenizer)
+                                for s in d], tokenizer,
+                               max_tokens=min(40, settings.max_seq_length - 2))
     shown = []
     if examples:
         before = guesses(untrained, tokenizer, examples)
