@@ -16,8 +16,10 @@ import sys
 import numpy as np
 from conftest import REPO
 
-CLEAN_PROCESS = r'''
-import importlib.abc, json, sys
+# The start of every clean-process script: keras_bert cannot be imported (sys.argv[3] is
+# the repository, taken off sys.path); `blocked` says the block held.
+BLOCK_KERAS_BERT = r'''
+import importlib.abc, json, os, sys
 
 class _NoKerasBert(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
@@ -32,7 +34,9 @@ try:
     blocked = False
 except ImportError:
     blocked = True
+'''
 
+CLEAN_PROCESS = BLOCK_KERAS_BERT + r'''
 import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer ops)

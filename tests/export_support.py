@@ -6,12 +6,32 @@ import dataclasses
 import json
 import os
 import shutil
+import warnings
 
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.config import BertConfig
 from keras_bert.tasks.finetuning import CONFIG_FILE, MODEL_FILE, FinetuneOptions
 from keras_bert.tasks.registry import get_task
+from keras_bert.tokenization import BertTokenizer, VocabularyWarning
+
+# The tokenizer test vocabulary (CJK, accents, punctuation) the export tests share.
+VOCAB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tokenization",
+                     "vocab_rich.txt")
+
+
+def tiny_config(vocab_size):
+    """The export tests' encoder: 2 layers, H=32, 4 heads, 64 positions."""
+    return BertConfig.from_preset("tiny", vocab_size=vocab_size, max_position_embeddings=64,
+                                  hidden_size=32, num_heads=4, intermediate_size=64)
+
+
+def rich_tokenizer(lower_case):
+    """`BertTokenizer` of `VOCAB` (its vocabulary warnings silenced)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VocabularyWarning)
+        return BertTokenizer(VOCAB, lower_case=lower_case)
 
 
 def random_ids(batch=3, seq=11, vocab=6000, seed=0):

@@ -16,23 +16,28 @@ import os
 import shutil
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
 import tensorflow as tf
 from clean_process import run_clean_process
-from conftest import REPO, minilm_path
-from export_support import finetuned_run, keras_outputs, random_ids
+from conftest import minilm_path
+from export_support import (
+    VOCAB,
+    finetuned_run,
+    keras_outputs,
+    random_ids,
+    rich_tokenizer,
+    tiny_config,
+)
 
-from keras_bert import BertConfig, BertEncoder
+from keras_bert import BertEncoder
 from keras_bert.checkpoints import save_encoder
 from keras_bert.cli import main
 from keras_bert.preprocessing import pack_inputs
 from keras_bert.tasks.finetuning import CONFIG_FILE
-from keras_bert.tokenization import BertTokenizer, VocabularyWarning
+from keras_bert.tokenization import BertTokenizer
 
-VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
 SEQ = 24
 NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
@@ -56,17 +61,6 @@ PASSAGES = [b"It was written by Jane Austen in 1813.",
             b"Short passage.", b""]
 
 
-
-
-def _config(vocab_size):
-    return BertConfig.from_preset("tiny", vocab_size=vocab_size, max_position_embeddings=64,
-                                  hidden_size=32, num_heads=4, intermediate_size=64)
-
-
-def _tokenizer(lower_case):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", VocabularyWarning)
-        return BertTokenizer(VOCAB, lower_case=lower_case)
 
 
 def _export(capsys, checkpoint, output_dir, name, *extra):
@@ -109,10 +103,10 @@ def exports(tmp_path_factory, capsys_module):
     keras.utils.set_random_seed(7)
     root = tmp_path_factory.mktemp("export")
     out = root / "saved_models"
-    size = _tokenizer(False).vocab_size
+    size = rich_tokenizer(False).vocab_size
     made = {}
 
-    encoder = BertEncoder(_config(size))
+    encoder = BertEncoder(tiny_config(size))
     checkpoint = root / "tiny_uncased"
     save_encoder(encoder, checkpoint)
     shutil.copyfile(VOCAB, checkpoint / "vocab.txt")
@@ -125,7 +119,7 @@ def exports(tmp_path_factory, capsys_module):
                              {"max_query_length": 8, "max_answer_length": 5}),
             "tagger": ("ner", {"task": "ner", "labels": NER_LABELS}, {})}
     for kind, (task, config, options) in runs.items():
-        model = finetuned_run(VOCAB, SEQ, root / f"run_{task}", task, BertEncoder(_config(size)), config,
+        model = finetuned_run(VOCAB, SEQ, root / f"run_{task}", task, BertEncoder(tiny_config(size)), config,
                                **options)
         made[kind] = (model, *_export(capsys_module, root / f"run_{task}", out, kind))
     return made
@@ -133,7 +127,7 @@ def exports(tmp_path_factory, capsys_module):
 
 def _reference_ids(segments, lower_case, seq=SEQ, truncation="longest_first"):
     """Packed ids from the package's tokenizer and packer, cut to the longest input."""
-    tok = _tokenizer(lower_case)
+    tok = rich_tokenizer(lower_case)
     packed = pack_inputs([tok.tokenize(tf.constant(s)) for s in segments], seq,
                          cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id,
                          truncation=truncation)
@@ -158,7 +152,7 @@ def _squad_reference(model, lower_case, version_2=False, threshold=0.0):
     examples = [SquadExample(f"q{i}", q.decode("utf-8"), p.decode("utf-8"))
                 for i, (q, p) in enumerate(zip(QUESTIONS, PASSAGES))]
     settings = FeatureSettings(max_seq_length=SEQ, max_query_length=8, max_answer_length=5)
-    features = squad_features(examples, _tokenizer(lower_case), settings)
+    features = squad_features(examples, rich_tokenizer(lower_case), settings)
     outputs = model.predict(features.inputs, verbose=0)
     return decode_squad(examples, features, outputs, settings, version_2=version_2,
                         null_score_diff_threshold=threshold)
@@ -288,7 +282,7 @@ def test_squad2_answer_is_empty_when_the_null_score_wins(exports, tmp_path, caps
 
     keras.utils.set_random_seed(3)
     run = tmp_path / "run_squad2"
-    model = finetuned_run(VOCAB, SEQ, run, "squad2", BertEncoder(_config(_tokenizer(False).vocab_size)),
+    model = finetuned_run(VOCAB, SEQ, run, "squad2", BertEncoder(tiny_config(rich_tokenizer(False).vocab_size)),
                            {"task": "squad2", "null_score_diff_threshold": 0.0},
                            max_query_length=8, max_answer_length=5)
     # The last passage is empty (never an answer) and the third question too.
@@ -615,7 +609,7 @@ def loaded_classifier(exports):
 ])
 def test_serving_default_rejects_bad_ids(loaded_classifier, case, message):
     inputs = random_ids()
-    vocab_size = _tokenizer(False).vocab_size
+    vocab_size = rich_tokenizer(False).vocab_size
     if case == "id_too_large":
         inputs["input_word_ids"][0, 1] = vocab_size  # one past the end: not wrapped
     elif case == "id_negative":
@@ -741,7 +735,7 @@ def test_hub_keras_layer_encoder_and_preprocessor_fine_tune(exports):
                                           "sequence_output": outputs["sequence_output"]})
     texts, pairs = TEXT_BYTES[:8], PAIRS[:8]
     got = model([tf.constant(texts), tf.constant(pairs)])
-    tok = _tokenizer(True)
+    tok = rich_tokenizer(True)
     ids = {k: v.numpy() for k, v in pack_inputs(
         [tok.tokenize(tf.constant(texts)), tok.tokenize(tf.constant(pairs))], SEQ,
         cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id).items()}

@@ -20,17 +20,24 @@ import random
 import shutil
 import subprocess
 import sys
-import warnings
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from clean_process import BLOCK_KERAS_BERT
 from conftest import REPO, minilm_path
-from export_support import finetuned_run, keras_outputs, random_ids
+from export_support import (
+    VOCAB,
+    finetuned_run,
+    keras_outputs,
+    random_ids,
+    rich_tokenizer,
+    tiny_config,
+)
 from tokenization_refs import ALL_TEXTS, INVALID_UTF8
 
-from keras_bert import BertConfig, BertEncoder
+from keras_bert import BertEncoder
 from keras_bert.checkpoints import save_encoder
 from keras_bert.cli import main
 from keras_bert.errors import ArgumentError, KerasBertError
@@ -45,9 +52,7 @@ from keras_bert.export import (
 )
 from keras_bert.export.signatures import ServingModule
 from keras_bert.preprocessing import pack_inputs
-from keras_bert.tokenization import BertTokenizer, VocabularyWarning
 
-VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
 SEQ = 24
 NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 TEXT_BYTES = [t.encode("utf-8") for t in [  # odd text of every kind
@@ -57,17 +62,6 @@ TEXT_BYTES = [t.encode("utf-8") for t in [  # odd text of every kind
     " ".join(["long"] * 300) + " tail words", "MiXeD CaSe WoRdS 12345",
 ]] + [b"bad \xff\xfe utf8 \xc3(", b"\xe2\x82"]
 PAIRS = [TEXT_BYTES[(i + 3) % len(TEXT_BYTES)] for i in range(len(TEXT_BYTES))]
-
-def _config(vocab_size):
-    return BertConfig.from_preset("tiny", vocab_size=vocab_size, max_position_embeddings=64,
-                                  hidden_size=32, num_heads=4, intermediate_size=64)
-
-
-def _tokenizer(lower_case):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", VocabularyWarning)
-        return BertTokenizer(VOCAB, lower_case=lower_case)
-
 
 def _export(checkpoint, output_dir, name, *extra):
     """`keras-bert export` -> (the version directory, the card it printed)."""
@@ -83,7 +77,7 @@ def _export(checkpoint, output_dir, name, *extra):
 
 def _reference_ids(segments, lower_case, seq=SEQ):
     """Packed ids from the package's tokenizer and packer, cut to the longest input."""
-    tok = _tokenizer(lower_case)
+    tok = rich_tokenizer(lower_case)
     packed = pack_inputs([tok.tokenize(tf.constant(s)) for s in segments], seq,
                          cls_id=tok.cls_id, sep_id=tok.sep_id, pad_id=tok.pad_id)
     longest = int(tf.reduce_max(tf.reduce_sum(packed["input_mask"], axis=1)))
@@ -131,7 +125,7 @@ def generated_texts(per_script=60, seed=0):
 def tokenizer_model():
     """A .tflite of `LiteTokenizer.tokenize` (the code every serve_text runs), cased and
     uncased, converted as `export_litert` converts."""
-    tokenizers = {case: LiteTokenizer(_tokenizer(case)) for case in (False, True)}
+    tokenizers = {case: LiteTokenizer(rich_tokenizer(case)) for case in (False, True)}
 
     class Tokenize(tf.Module):
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
@@ -185,17 +179,17 @@ def test_litert_ids_equal_bert_tokenizer_on_reference_and_odd_text(tokenizer_mod
     texts = [t.encode("utf-8") for t in ALL_TEXTS] + INVALID_UTF8 + generated_texts()
     got = _run_tokenizer(tokenizer_model, texts)
     for case in (False, True):
-        expected = _tokenizer(case).tokenize(tf.constant(texts)).to_list()
+        expected = rich_tokenizer(case).tokenize(tf.constant(texts)).to_list()
         wrong = [texts[i] for i in range(len(texts)) if got[case][i] != expected[i]]
         assert not wrong, f"lower_case={case}: {len(wrong)} differ, e.g. {wrong[:3]}"
-    expected = _tokenizer(True).tokenize_with_offsets(tf.constant(texts), unit="char")
+    expected = rich_tokenizer(True).tokenize_with_offsets(tf.constant(texts), unit="char")
     for name, value in zip(("offset_ids", "starts", "ends"), expected):
         value = value.to_list()
         wrong = [texts[i] for i in range(len(texts)) if got[name][i] != value[i]]
         assert not wrong, f"{name}: {len(wrong)} differ, e.g. {wrong[:3]}"
     for text in [b"", b"   ", "ΣΑΣ ΟΔΟΣ.".encode(), b"\xe2\x82", "e\u0301\u0323".encode()]:
         one = _run_tokenizer(tokenizer_model, [text])
-        assert one[True] == _tokenizer(True).tokenize(tf.constant([text])).to_list()
+        assert one[True] == rich_tokenizer(True).tokenize(tf.constant([text])).to_list()
 
 
 def test_tensorflow_texts_own_litert_tokenizer_differs_where_documented():
@@ -204,7 +198,7 @@ def test_tensorflow_texts_own_litert_tokenizer_differs_where_documented():
     runs them) gives other ids on these (NFKC folding, control characters, U+FFFD)."""
     import tensorflow_text as tf_text
 
-    tok = _tokenizer(True)
+    tok = rich_tokenizer(True)
     fast = tf_text.FastBertTokenizer(vocab=tok.vocabulary, token_out_type=tf.int32,
                                      lower_case_nfd_strip_accents=True)
     for text in ["ﬁne ﬂow", "a\x00b", "x\ufffdy", "Straße", "ＡＢＣ", "a\x07b"]:
@@ -242,7 +236,7 @@ def exports(tmp_path_factory):
     keras.utils.set_random_seed(11)
     root = tmp_path_factory.mktemp("litert")
     out = root / "models"
-    size = _tokenizer(False).vocab_size
+    size = rich_tokenizer(False).vocab_size
     runs = {"classifier": ("mrpc", {"task": "mrpc", "labels": ["0", "1"]}, {}),
             "span_labeler": ("squad1", {"task": "squad1"}, {"max_query_length": 8,
                                                             "doc_stride": 5}),
@@ -251,7 +245,7 @@ def exports(tmp_path_factory):
     made = {}
     for kind, (task, config, options) in runs.items():
         run = root / f"run_{task}"
-        model = finetuned_run(VOCAB, SEQ, run, task, BertEncoder(_config(size)), config, **options)
+        model = finetuned_run(VOCAB, SEQ, run, task, BertEncoder(tiny_config(size)), config, **options)
         if kind in ("classifier", "span_labeler"):
             path, card = _export(run, out, kind, "--format", "litert")
             made[kind] = (model, path, card, load_export_source(run))
@@ -473,22 +467,7 @@ def test_int8_is_smaller_quantizes_the_embeddings_and_stays_close(exports):
 
 # --- a process without keras_bert --------------------------------------------------------
 
-RUNNER = r'''
-import importlib.abc, json, os, sys
-
-class _NoKerasBert(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        if name == "keras_bert" or name.startswith("keras_bert."):
-            raise ImportError("keras_bert is not available in this process")
-
-sys.meta_path.insert(0, _NoKerasBert())
-sys.path = [p for p in sys.path if p and not p.startswith(sys.argv[3])]
-try:
-    import keras_bert  # noqa: F401
-    blocked = False
-except ImportError:
-    blocked = True
-
+RUNNER = BLOCK_KERAS_BERT + r'''
 # --- the README runner: tensorflow + tensorflow-text (or ai-edge-litert), no keras_bert
 import numpy as np
 import tensorflow_text
@@ -656,7 +635,7 @@ def test_float16_and_regression_exports(tmp_path):
 
     keras.utils.set_random_seed(3)
     run = tmp_path / "run_stsb"
-    model = finetuned_run(VOCAB, SEQ, run, "stsb", BertEncoder(_config(_tokenizer(False).vocab_size)),
+    model = finetuned_run(VOCAB, SEQ, run, "stsb", BertEncoder(tiny_config(rich_tokenizer(False).vocab_size)),
                            {"task": "stsb", "labels": None})
     source = load_export_source(run)
     ids = _reference_ids([TEXT_BYTES, PAIRS], lower_case=False)
@@ -695,7 +674,7 @@ def test_encoder_serve_text_equals_keras_uncased(tmp_path):
     import keras
 
     keras.utils.set_random_seed(5)
-    encoder = BertEncoder(_config(_tokenizer(False).vocab_size))
+    encoder = BertEncoder(tiny_config(rich_tokenizer(False).vocab_size))
     checkpoint = tmp_path / "tiny_uncased"
     save_encoder(encoder, checkpoint)
     shutil.copyfile(VOCAB, checkpoint / "vocab.txt")

@@ -176,7 +176,7 @@ def serve_questions(module, inputs):
     (q_ids, p_ids), (_, p_starts), (_, p_ends), decoded = (
         module.lite_tokenizer.tokenize_with_offsets(question, passage))
     q_len = tf.minimum(tf.cast(q_ids.row_lengths(), tf.int32), source.max_query_length)
-    q_ids = _head(q_ids, q_len)
+    q_ids = window_pieces(q_ids, tf.range(batch), tf.zeros_like(q_len), q_len)  # its head
     n_tokens = tf.cast(p_ids.row_lengths(), tf.int32)
     room = source.max_seq_length - q_len - 3  # passage pieces per window
 
@@ -248,16 +248,6 @@ def serve_questions(module, inputs):
         "score": tf.where(has_span, best_score, 0.0),
         "has_answer": keep,
     }
-
-
-def _head(ragged, lengths):
-    """The first `lengths` values of each row of a ragged int32 tensor."""
-    splits = tf.concat([[0], tf.cumsum(lengths)], axis=0)
-    row = row_of(splits, splits[-1])
-    source = (tf.gather(tf.cast(ragged.row_starts(), tf.int32), row) + tf.range(splits[-1])
-              - tf.gather(splits, row))
-    return tf.RaggedTensor.from_row_splits(tf.gather(ragged.flat_values, source),
-                                           tf.cast(splits, tf.int64), validate=False)
 
 
 def _two_sum(a, b):
