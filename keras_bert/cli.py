@@ -111,11 +111,19 @@ def main(argv: list[str] | None = None) -> int:
     # would scan again and again for nothing (measured: a fifth of the CPU time of the
     # imports, 0.8 s). Imported here with the collector paused; the help and usage
     # errors above come before, without them.
+    # SIGTERM while they load (seconds) ends the command as it would end its work.
+    from keras_bert.errors import Terminated
+    from keras_bert.pipelines.stopping import sigterm_stops
+
     collecting = gc.isenabled()
     gc.disable()
     try:
-        import keras  # noqa: F401
-        import tensorflow  # noqa: F401
+        with sigterm_stops():
+            import keras  # noqa: F401
+            import tensorflow  # noqa: F401
+    except Terminated:
+        print(f"{args._prog}: terminated by SIGTERM", file=sys.stderr)
+        return flags.EXIT_TERMINATED
     finally:
         if collecting:
             gc.enable()

@@ -63,6 +63,15 @@ class MismatchError(UserInputError, ValueError):
     config, a run directory and new settings); the message names both."""
 
 
+class VocabMismatchError(MismatchError, ArgumentError):
+    """A vocab file given for a model is not the model's own (another size, other tokens
+    on its lines): a `MismatchError` whose message names both files, and an
+    `ArgumentError` of `field` "vocab_file" (the argument to change)."""
+
+    def __init__(self, message: str, field: str | None = "vocab_file"):
+        super().__init__(message, field=field)
+
+
 class InputNotFoundError(UserInputError, FileNotFoundError):
     """A named input (file, directory, pattern) does not exist or is of the wrong kind."""
 
@@ -74,3 +83,12 @@ class OutputError(UserInputError, OSError):
 
 class OutputExistsError(OutputError, FileExistsError):
     """The output location already holds something that must not be overwritten."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM stopped the work (a scheduler's preemption notice, `kill`). A
+    `KeyboardInterrupt`, as Ctrl-C raises, so that no `except Exception` on the way
+    swallows it and every cleanup (temporaries, half-written outputs) runs; the command
+    exits 143. `signal_name` tells it from Ctrl-C's plain KeyboardInterrupt."""
+
+    signal_name = "SIGTERM"

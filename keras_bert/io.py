@@ -23,6 +23,8 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 
+import numpy as np
+
 from keras_bert.errors import InputNotFoundError, OutputError, OutputExistsError
 
 _TEMPORARY_MARK = ".tmp-"
@@ -259,9 +261,44 @@ def write_json(path: str | os.PathLike, data, indent: int = 2, sort_keys: bool =
     >>> read_json(path)
     {'step': 10}
     """
+    text = json_text(data, indent=indent, sort_keys=sort_keys)
     with atomic_write(path) as f:
-        json.dump(data, f, indent=indent, sort_keys=sort_keys)
-        f.write("\n")
+        f.write(text + "\n")
+
+
+def json_text(data, indent: int | None = None, sort_keys: bool = True) -> str:
+    """`data` as strict JSON text: NaN and infinities become null (see `strict_json`),
+    numpy scalars and arrays plain numbers and lists; every JSON file and line the
+    package writes goes through it, so that any parser reads them.
+
+    Example:
+
+    >>> json_text({"loss": float("nan"), "step": np.int64(3)})
+    '{"loss": null, "loss_null_reason": "not a number", "step": 3}'
+    """
+    return json.dumps(strict_json(_plain(data)), indent=indent, sort_keys=sort_keys,
+                      allow_nan=False, default=_number_or_text)
+
+
+def _number_or_text(value):
+    """JSON for what `json` cannot write (a scalar tensor, a path): a number if it is
+    one, else its text."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return number if math.isfinite(number) else None
+
+
+def _plain(data):
+    """numpy scalars and arrays inside `data` as Python numbers and lists."""
+    if isinstance(data, dict):
+        return {key: _plain(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_plain(value) for value in data]
+    if isinstance(data, (np.generic, np.ndarray)):
+        return data.tolist()
+    return data
 
 
 def strict_json(data, reason: str = "not a number"):
@@ -381,7 +418,13 @@ def check_writable(path: str | os.PathLike, kind: str = "file", what: str | None
     if kind == "directory" and os.path.exists(path) and not os.path.isdir(path):
         raise OutputError(f"{label} is a file; give a directory path.")
     existing = path if os.path.isdir(path) else os.path.dirname(path)
+    if os.path.islink(path) and not os.path.exists(path):
+        existing = path
     while not os.path.exists(existing):
+        if os.path.islink(existing):  # creating it, or anything under it, would fail
+            raise OutputError(f"{label} cannot be created: {existing!r} is a symbolic link "
+                              f"to {os.readlink(existing)!r}, which does not exist; create "
+                              "its target or give another path.")
         existing = os.path.dirname(existing)
     if not os.path.isdir(existing):
         raise OutputError(f"{label} cannot be created: {existing!r} is a file.")

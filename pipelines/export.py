@@ -6,7 +6,7 @@ highest existing one, nothing is overwritten) with the signatures `serving_defau
 multiple-choice model) and `serve_text` (raw strings: text, and text_pair for pair
 tasks; text, text_pair and endings [batch, endings] for multiple choice), the TF
 Serving warmup requests and the model card
-assets.extra/keras_bert.json, which is printed. The SavedModel needs only TensorFlow and
+assets.extra/keras_bert.json, which is printed (with --quiet, only where it went). The SavedModel needs only TensorFlow and
 tensorflow-text where it runs. An encoder also gets VERSION/preprocessor/, a TF
 Hub-style preprocessing SavedModel (tokenize, bert_pack_inputs).
 
@@ -36,12 +36,14 @@ import warnings
 
 from keras_bert.errors import ArgumentError, InputNotFoundError
 from keras_bert.pipelines.flags import (
+    OUTPUT,
     add_boolean,
     library_logging,
     positive_int,
     require_file,
     require_output_directory,
 )
+from keras_bert.pipelines.stopping import native_logs_hidden, sigterm_stops
 from keras_bert.precision import PRECISIONS
 
 # --format -> (what it writes, the flags that only the SavedModel takes: name -> the value
@@ -110,6 +112,18 @@ def default_name(checkpoint: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # SIGTERM stops an export as Ctrl-C does (exit 143): the version being written is
+    # removed, and so are NAME/ and --output_dir if this export created them. The C++
+    # converters' log lines are shown with --debug only.
+    with sigterm_stops(), native_logs_hidden(not args.debug):
+        card, path = _export(args)
+    if OUTPUT.mode == "text":
+        print(json.dumps(card, indent=2, sort_keys=True))
+    print(f"Exported {card['kind']} to {path}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> tuple[dict, str]:
     from keras_bert import export
 
     # Everything is checked before any weights load.
@@ -118,7 +132,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputNotFoundError(f"--checkpoint {checkpoint!r} does not exist.")
     if args.vocab_file:
         require_file(args.vocab_file, "--vocab_file")
-    name = export.check_name(args.name or default_name(checkpoint))
+    if args.name is not None and not args.name.strip():
+        raise ArgumentError(f"--name {args.name!r} is empty; give a model name (letters, "
+                            "digits, '_', '.', '-') or leave --name out to use the "
+                            "checkpoint's directory name.", field="name")
+    name = export.check_name(args.name if args.name is not None else default_name(checkpoint))
     require_output_directory(args.output_dir, "--output_dir")
     require_output_directory(os.path.join(args.output_dir, name), "--output_dir/--name")
     check_format_flags(args)
@@ -141,9 +159,7 @@ def run(args: argparse.Namespace) -> int:
             source, args.output_dir, name, precision=args.precision, jit_compile=args.xla,
             warmup=warmup, text=args.serve_text,
             serving_compatible=args.serving_compatible)
-    print(json.dumps(card, indent=2, sort_keys=True))
-    print(f"Exported {card['kind']} to {path}")
-    return 0
+    return card, path
 
 
 def check_format_flags(args: argparse.Namespace) -> None:
@@ -164,7 +180,8 @@ def check_format_flags(args: argparse.Namespace) -> None:
                                 field=given[0])
 
 
-def run_other_format(args: argparse.Namespace, checkpoint: str, name: str) -> int:
+def run_other_format(args: argparse.Namespace, checkpoint: str, name: str
+                     ) -> tuple[dict, str]:
     """The export of --format other than saved_model (one branch a format)."""
     from keras_bert import export
 
@@ -177,6 +194,4 @@ def run_other_format(args: argparse.Namespace, checkpoint: str, name: str) -> in
                                               quantize=args.quantize, text=args.serve_text)
         else:
             path, card = export.export_onnx(source, args.output_dir, name)
-    print(json.dumps(card, indent=2, sort_keys=True))
-    print(f"Exported {card['kind']} to {path}")
-    return 0
+    return card, path

@@ -18,7 +18,6 @@ import argparse
 import contextlib
 import dataclasses
 import difflib
-import json
 import logging
 import os
 import re
@@ -31,7 +30,7 @@ import warnings
 from collections.abc import Callable
 
 from keras_bert.errors import ArgumentError, InputNotFoundError, OutputError, UserInputError
-from keras_bert.io import check_writable, is_remote
+from keras_bert.io import check_writable, is_remote, json_text
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -385,15 +384,8 @@ def emit(event: str, **fields) -> None:
     if OUTPUT.mode != "json":
         return
     record = {"event": event, "command": OUTPUT.command, **fields}
-    OUTPUT.stream.write(json.dumps(record, default=_json_default) + "\n")
+    OUTPUT.stream.write(json_text(record, sort_keys=False) + "\n")  # strict: NaN is null
     OUTPUT.stream.flush()
-
-
-def _json_default(value):
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return str(value)
 
 
 def json_progress_callback(what: str, total_steps: int | None = None, every: int = 1,
@@ -474,9 +466,12 @@ def _run(prog: str, run: Callable[[argparse.Namespace], int | None],
             if isinstance(value, str) and value:
                 _check_output(value, kind, f"--{dest}")
         return int(run(args) or EXIT_OK)
-    except KeyboardInterrupt:
-        print(f"\n{prog}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (keras_bert.errors.Terminated)
+        name = getattr(e, "signal_name", "SIGINT")
+        what = "interrupted" if name == "SIGINT" else f"terminated by {name}"
+        print(("\n" if name == "SIGINT" else "") + f"{prog}: {what}", file=sys.stderr)
+        emit("error", exit_code=SIGNAL_EXIT_CODES[name], message=what)
+        return SIGNAL_EXIT_CODES[name]
     except _USER_MISTAKES as e:
         if getattr(args, "debug", False):
             traceback.print_exc()

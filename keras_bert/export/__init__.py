@@ -12,6 +12,8 @@
   tensorflow-text and TF Serving releases that register them.
 - `card`: `model_card`, the JSON record of an export (`assets.extra/keras_bert.json`).
 - `saved_model`: `export_saved_model`, writing all of it as `OUTPUT_DIR/NAME/VERSION/`.
+- `versions`: `claim_version`, the next VERSION claimed atomically (concurrent exports
+  get distinct ones; the temporaries of dead exports are removed).
 - `litert`: `export_litert`, the LiteRT (TensorFlow Lite) model
   `OUTPUT_DIR/NAME/VERSION/model.tflite` with the same signatures and card (weights
   float32, int8 or float16), and `LiteRTModel` to run one; `litert_text` is BERT's
@@ -33,7 +35,7 @@ from keras_bert.export.litert import (
 from keras_bert.export.litert_text import LITERT_TEXT_OPS, LiteTokenizer
 from keras_bert.export.onnx import ONNX_FILE, check_onnx_converter, export_onnx
 from keras_bert.export.ops import all_saved_model_ops, saved_model_ops, serving_requirements
-from keras_bert.export.saved_model import check_name, export_saved_model, next_version
+from keras_bert.export.saved_model import check_name, export_saved_model
 from keras_bert.export.source import (
     DEFAULT_SEQ_LENGTH,
     KINDS,
@@ -41,6 +43,7 @@ from keras_bert.export.source import (
     is_finetuned_dir,
     load_export_source,
 )
+from keras_bert.export.versions import claim_version, next_version
 from keras_bert.export.warmup import (
     WARMUP_FILE,
     check_serving_api,
@@ -54,6 +57,6 @@ __all__ = [
     "load_interpreter", "ONNX_FILE", "check_onnx_converter", "export_onnx",
     "WARMUP_FILE", "ExportSource", "all_saved_model_ops", "check_name", "check_serving_api",
     "export_saved_model", "is_finetuned_dir", "load_export_source", "model_card",
-    "next_version", "saved_model_ops", "serving_api_available", "serving_requirements",
-    "warmup_requests",
+    "claim_version", "next_version", "saved_model_ops", "serving_api_available",
+    "serving_requirements", "warmup_requests",
 ]

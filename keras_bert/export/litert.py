@@ -40,9 +40,10 @@ from keras_bert.errors import ArgumentError, KerasBertError
 from keras_bert.export.card import MODEL_CARD, describe_signature, model_card
 from keras_bert.export.litert_tasks import serve_choices, serve_questions, serve_words
 from keras_bert.export.litert_text import LITERT_TEXT_OPS, LiteTokenizer, pack
-from keras_bert.export.saved_model import check_name, next_version
+from keras_bert.export.saved_model import check_name
 from keras_bert.export.signatures import ServingModule
 from keras_bert.export.source import ExportSource
+from keras_bert.export.versions import claim_version
 
 FORMAT = "litert"
 LITERT_FILE = "model.tflite"
@@ -187,23 +188,18 @@ def export_litert(source: ExportSource, output_dir: str | os.PathLike, name: str
     if module.text:
         functions["serve_text"] = module.serve_text
     model = _convert(module, functions, quantize)
-    version = next_version(model_dir)
     described = {k: describe_signature(f.get_concrete_function())
                  for k, f in functions.items()}
-    card = model_card(source, "float32", described, False, version, name, module.text)
-    card.update({"format": FORMAT, "quantize": quantize,
-                 "litert": litert_card(source, module, model)})
-
-    def write(directory):
+    with claim_version(model_dir) as (version, directory):
+        card = model_card(source, "float32", described, False, version, name, module.text)
+        card.update({"format": FORMAT, "quantize": quantize,
+                     "litert": litert_card(source, module, model)})
         with open(os.path.join(directory, LITERT_FILE), "wb") as f:
             f.write(model)
         extra = os.path.join(directory, "assets.extra")
         os.makedirs(extra, exist_ok=True)
         io.write_json(os.path.join(extra, MODEL_CARD), card)
-
-    target = os.path.join(model_dir, str(version))
-    io.atomic_directory(target, write)
-    return target, card
+    return os.path.join(model_dir, str(version)), card
 
 
 def litert_card(source: ExportSource, module: LiteRTModule, model: bytes) -> dict:

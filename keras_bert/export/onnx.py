@@ -27,7 +27,6 @@ Example (a run of `keras-bert finetune`):
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -37,9 +36,10 @@ import tensorflow as tf
 from keras_bert import io
 from keras_bert.errors import ArgumentError, KerasBertError
 from keras_bert.export.card import MODEL_CARD, describe_signature, model_card
-from keras_bert.export.saved_model import check_name, next_version
+from keras_bert.export.saved_model import check_name
 from keras_bert.export.signatures import ServingModule
 from keras_bert.export.source import ExportSource
+from keras_bert.export.versions import claim_version
 
 ONNX_FILE = "model.onnx"
 DEFAULT_OPSET = 17
@@ -140,18 +140,17 @@ def export_onnx(source: ExportSource, output_dir: str | os.PathLike, name: str,
 
     module = ServingModule(source, text=False)
     proto = onnx_model(module, opset)
-    version = next_version(model_dir)
     signature = describe_signature(module.serve_ids.get_concrete_function())
-    card = model_card(source, precision, {"serving_default": signature}, False, version,
-                      name, text=False)
-    card["format"] = "onnx"
-    card["onnx"] = {"file": ONNX_FILE, "opset": opset, "ir_version": proto.ir_version,
-                    "tf2onnx_version": tf2onnx.__version__, "onnx_version": onnx.__version__,
-                    "input_checks": "none: send ids as serving_default documents them"}
-    entry = proto.metadata_props.add()
-    entry.key, entry.value = MODEL_CARD, json.dumps(card, sort_keys=True)
-
-    def write(directory):
+    with claim_version(model_dir) as (version, directory):
+        card = model_card(source, precision, {"serving_default": signature}, False,
+                          version, name, text=False)
+        card["format"] = "onnx"
+        card["onnx"] = {"file": ONNX_FILE, "opset": opset, "ir_version": proto.ir_version,
+                        "tf2onnx_version": tf2onnx.__version__,
+                        "onnx_version": onnx.__version__,
+                        "input_checks": "none: send ids as serving_default documents them"}
+        entry = proto.metadata_props.add()
+        entry.key, entry.value = MODEL_CARD, io.json_text(card)
         with open(os.path.join(directory, ONNX_FILE), "wb") as f:
             f.write(proto.SerializeToString())
         os.makedirs(os.path.join(directory, "assets"))
@@ -159,7 +158,4 @@ def export_onnx(source: ExportSource, output_dir: str | os.PathLike, name: str,
         extra = os.path.join(directory, "assets.extra")
         os.makedirs(extra)
         io.write_json(os.path.join(extra, MODEL_CARD), card)
-
-    target = os.path.join(model_dir, str(version))
-    io.atomic_directory(target, write)
-    return target, card
+    return os.path.join(model_dir, str(version)), card

@@ -2,8 +2,9 @@
 
 The SavedModel runs with TensorFlow and tensorflow-text alone (this package need not be
 installed where it is served) and is written in TF Serving's layout
-`OUTPUT_DIR/NAME/VERSION/`: every export is a new numeric version, written to a hidden
-temporary directory and renamed into place only once complete.
+`OUTPUT_DIR/NAME/VERSION/`: every export is a new numeric version, claimed atomically
+(concurrent exports get distinct versions), written to a hidden temporary directory and
+renamed into place only once complete (`keras_bert.export.versions`).
 
 It holds the signatures of `keras_bert.export.signatures` (`serving_default`, and
 `serve_text` unless left out); an encoder export is also the TF Hub-style reusable
@@ -29,6 +30,7 @@ from keras_bert.export.hub import PREPROCESSOR_DIR, HubEncoder, Preprocessor
 from keras_bert.export.ops import serving_requirements, signature_ops
 from keras_bert.export.signatures import ServingModule
 from keras_bert.export.source import ExportSource
+from keras_bert.export.versions import claim_version
 from keras_bert.export.warmup import check_serving_api, write_warmup_requests
 from keras_bert.precision import check_precision
 
@@ -41,13 +43,6 @@ def check_name(name: str) -> str:
         raise ArgumentError(f"name {name!r} must be letters, digits, '_', '.' or '-' (not "
                             "only digits: those are versions).", field="name")
     return name
-
-
-def next_version(model_dir: str) -> int:
-    """1 + the highest numeric version under `model_dir` (1 if none)."""
-    versions = [int(n) for n in (os.listdir(model_dir) if os.path.isdir(model_dir) else [])
-                if n.isdigit()]
-    return max(versions, default=0) + 1
 
 
 def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name: str,
@@ -90,13 +85,11 @@ def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name
     signatures = {"serving_default": module.serve_ids.get_concrete_function()}
     if text:
         signatures["serve_text"] = module.serve_text.get_concrete_function()
-    version = next_version(model_dir)
     described = {k: describe_signature(v) for k, v in signatures.items()}
     ops = serving_requirements({k: signature_ops(v) for k, v in signatures.items()})
-    card = model_card(source, precision, described, jit_compile, version, name, text,
-                      ops=ops, serving_compatible=serving_compatible)
-
-    def write(directory):
+    with claim_version(model_dir) as (version, directory):
+        card = model_card(source, precision, described, jit_compile, version, name, text,
+                          ops=ops, serving_compatible=serving_compatible)
         tf.saved_model.save(module, directory, signatures=signatures)
         extra = os.path.join(directory, "assets.extra")
         os.makedirs(extra, exist_ok=True)
@@ -107,7 +100,4 @@ def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name
             tf.saved_model.save(
                 Preprocessor(source.tokenizer, source.vocab_file, source.max_seq_length),
                 os.path.join(directory, PREPROCESSOR_DIR))
-
-    target = os.path.join(model_dir, str(version))
-    io.atomic_directory(target, write)
-    return target, card
+    return os.path.join(model_dir, str(version)), card

@@ -14,7 +14,6 @@ all figures have been rendered.
 from __future__ import annotations
 
 import io as _bytes_io
-import json
 import math
 import os
 import shutil
@@ -22,7 +21,7 @@ import shutil
 import numpy as np
 
 from keras_bert.errors import UserInputError
-from keras_bert.io import atomic_write, check_writable
+from keras_bert.io import atomic_write, check_writable, json_text
 from keras_bert.plotting.attention import AttentionMaps, attention_summary
 from keras_bert.plotting.curves import TrainingCurves
 
@@ -154,7 +153,7 @@ def write_attention_plots(maps: AttentionMaps, output_dir: str, metadata: dict |
     record = {**(metadata or {}), "tokens": maps.tokens, "truncated": maps.truncated,
               "num_layers": maps.num_layers, "num_heads": maps.num_heads,
               "heads": attention_summary(maps.probs, maps.tokens)}
-    files[ATTENTION_SUMMARY_FILE] = json.dumps(record, indent=2) + "\n"
+    files[ATTENTION_SUMMARY_FILE] = json_text(record, indent=2, sort_keys=False) + "\n"
     buffer = _bytes_io.BytesIO()
     np.save(buffer, maps.probs)
     files[ATTENTION_PROBS_FILE] = buffer.getvalue()

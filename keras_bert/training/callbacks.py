@@ -12,7 +12,6 @@ chooses N).
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import signal
@@ -24,6 +23,7 @@ import keras
 import tensorflow as tf
 import tqdm
 
+from keras_bert import io as kb_io
 from keras_bert.errors import ArgumentError, CheckpointError
 from keras_bert.training import distribute
 
@@ -301,7 +301,7 @@ class MetricsLogger(keras.callbacks.Callback):
             self._writer.flush()
         if self.jsonl_path:
             with open(self.jsonl_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(record) + "\n")
+                f.write(kb_io.json_text(record, sort_keys=False) + "\n")
         self.model.reset_metrics()
         self._window_start = step
         self._window_time = time.monotonic()

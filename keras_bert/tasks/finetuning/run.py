@@ -28,7 +28,7 @@ import tensorflow as tf
 from keras_bert import io
 from keras_bert.checkpoints import load_encoder
 from keras_bert.encoder import BertEncoder
-from keras_bert.errors import DataError
+from keras_bert.errors import DataError, Terminated
 from keras_bert.precision import bfloat16_cpu_note
 from keras_bert.tasks.base import Features, Task, feature_dataset, log_truncation
 from keras_bert.tasks.finetuning.inputs import TaskSource, model_source
@@ -63,12 +63,9 @@ _POOLER_WITHOUT_GRADIENTS = (r"Gradients do not exist for variables \['pooler/de
 _DEFAULT_OPTIONS = FinetuneOptions()
 
 
-class RunTerminated(KeyboardInterrupt):
-    """SIGTERM arrived while `Finetuning.run` was training or writing. A
-    `KeyboardInterrupt`, as Ctrl-C raises, so that no `except Exception` on the way
-    swallows it and every cleanup runs; nothing of the run is left on disk."""
-
-    signal_name = "SIGTERM"
+class RunTerminated(Terminated):
+    """SIGTERM arrived while `Finetuning.run` was training or writing (see
+    `keras_bert.errors.Terminated`); nothing of the run is left on disk."""
 
 
 class _Termination(keras.callbacks.Callback):
