@@ -47,7 +47,8 @@ def serve_choices(module, inputs):
     """Multiple choice's `serve_text` (`keras_bert.export.multiple_choice`) in LiteRT
     ops. Sentence B of a choice, `text_pair + " " + ending`, is tokenized as the pieces
     of `text_pair` then those of the ending: the space splits them, so the ids are the
-    same."""
+    same. A blank ending (no pieces) is no candidate: `keras_bert.tasks.multiple_choice`'s
+    rule."""
     text, pair, endings = inputs["text"], inputs["text_pair"], inputs["endings"]
     batch, count = tf.shape(endings)[0], tf.shape(endings)[1]
     tok = module.lite_tokenizer
@@ -59,7 +60,8 @@ def serve_choices(module, inputs):
     packed = module.pack_text([contexts, continuations])
     out = module.model_outputs({k: tf.reshape(v, [batch, count, -1])
                                 for k, v in packed.items()})
-    present = tf.reshape(has_text(flat), [batch, count])
+    ending_splits = tf.cast(ending_ids.row_splits, tf.int32)
+    present = tf.reshape(ending_splits[1:] > ending_splits[:-1], [batch, count])
     logits = tf.where(present, out["logits"], float("-inf"))
     any_present = tf.reduce_any(present, axis=1)
     out["probabilities"] = tf.where(present & any_present[:, None],

@@ -8,6 +8,19 @@ comma-separated with quoted fields and the header
 Each example becomes four sequences `[CLS] sent1 [SEP] sent2 + " " + ending_k [SEP]`
 (the paper's sentence A = the given sentence, sentence B = a possible continuation),
 scored by `BertMultipleChoice` and softmaxed over the four choices.
+
+Blank endings. The one rule for every answer the package gives to a multiple-choice
+example from text (`keras-bert predict` and `evaluate` through `SwagTask.decode`, the
+SavedModel's `serve_text` in `keras_bert.export.multiple_choice`, the LiteRT
+`serve_text` in `keras_bert.export.litert_tasks.serve_choices`): an ending is *blank*
+when the tokenizer turns it into no word pieces: "", whitespace of any kind (U+3000 and
+U+00A0 included), or only characters BERT's text cleaning drops (control and format
+characters such as U+200B ZERO WIDTH SPACE, U+FFFD; lone accents when uncased). A blank
+ending is not a candidate: its choice is still scored (as `start` alone) but gets
+probability 0 and is never the label; the label is the highest-scoring of the other
+endings. An example whose endings are all blank has no answer: label -1 (`NO_ANSWER`)
+and all probabilities 0; `predictions.csv` writes it as -1, and accuracy counts it wrong.
+Only answering follows the rule; training sees all four choices as the data gives them.
 """
 
 from __future__ import annotations
@@ -19,6 +32,7 @@ import os
 from collections.abc import Sequence
 
 import numpy as np
+import tensorflow as tf
 
 from keras_bert import io
 from keras_bert.errors import ArgumentError, DataError
@@ -34,6 +48,42 @@ from keras_bert.tasks.common import (
 
 NUM_CHOICES = 4
 _ENDINGS = tuple(f"ending{k}" for k in range(NUM_CHOICES))
+NO_ANSWER = -1  # the label of an example whose endings are all blank
+# `Features.extra` key: bool [examples, NUM_CHOICES], which endings are blank.
+BLANK_ENDINGS = "blank_endings"
+_BLANK_BATCH = 8192  # endings tokenized per call to find the blank ones
+
+
+def blank_endings(tokenizer, endings: Sequence[str]) -> np.ndarray:
+    """Whether each ending is blank (no word pieces; the module docstring's rule), a
+    bool array as long as `endings`.
+
+    Example:
+
+    >>> from keras_bert.tokenization import BertTokenizer
+    >>> tok = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"])
+    >>> blank_endings(tok, ["a", "", " \\t", "\\u200b", "\\u3000", "?"]).tolist()
+    [False, True, True, True, True, False]
+    """
+    counts = [tokenizer.tokenize(tf.constant(list(endings[i:i + _BLANK_BATCH]), tf.string))
+              .row_lengths().numpy() for i in range(0, len(endings), _BLANK_BATCH)]
+    return np.concatenate(counts) == 0 if counts else np.zeros(0, bool)
+
+
+def choose_endings(logits: np.ndarray, blank: np.ndarray) -> np.ndarray:
+    """The label of each row of `logits` [n, E] under the blank-ending rule (module
+    docstring): the best non-blank ending, `NO_ANSWER` where `blank` [n, E] is all True.
+
+    Example:
+
+    >>> choose_endings(np.array([[5., 1, 2], [5, 1, 2]]),
+    ...                np.array([[False] * 3, [True, False, True]])).tolist()
+    [0, 1]
+    >>> choose_endings(np.array([[5., 1]]), np.array([[True, True]])).tolist()
+    [-1]
+    """
+    best = np.argmax(np.where(blank, -np.inf, logits), axis=-1)
+    return np.where(blank.all(axis=-1), NO_ANSWER, best)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,7 +201,8 @@ class SwagTask(Task):
                  settings: FeatureSettings) -> Features:
         """Inputs [n, 4, max_seq_length]: per choice `[CLS] sent1 [SEP] sent2 ending
         [SEP]`, longest-first truncation; `lengths` is the longest of the four. Labels:
-        the right choice's index (int32), or None when unlabelled."""
+        the right choice's index (int32), or None when unlabelled. `extra` holds which
+        endings are blank (`BLANK_ENDINGS`, for `decode`)."""
         if not examples:
             raise ArgumentError("No examples to make features of.")
         if any(len(e.endings) != NUM_CHOICES for e in examples):
@@ -170,7 +221,10 @@ class SwagTask(Task):
                         lengths=inputs["input_mask"].sum(axis=-1).max(axis=-1).astype(np.int32),
                         example_index=np.arange(len(examples), dtype=np.int64),
                         extra={TRUNCATED_TOKENS: np.asarray(dropped, np.int32).reshape(
-                            len(examples), NUM_CHOICES).max(axis=1)})
+                            len(examples), NUM_CHOICES).max(axis=1),
+                               BLANK_ENDINGS: blank_endings(
+                                   tokenizer, [x for e in examples for x in e.endings]
+                               ).reshape(len(examples), NUM_CHOICES)})
 
     def build_model(self, encoder, **kwargs):
         """`BertMultipleChoice(encoder, num_choices=4)`; `kwargs` go to it."""
@@ -178,19 +232,23 @@ class SwagTask(Task):
 
     def decode(self, examples: Sequence[SwagExample], features: Features, outputs,
                settings: FeatureSettings | None = None) -> list[int]:
-        """The index (0-3) of the highest-scoring choice of each example."""
+        """The index (0-3) of the highest-scoring non-blank ending of each example, -1
+        (`NO_ANSWER`) for one whose endings are all blank (the module docstring's rule;
+        features without `BLANK_ENDINGS` count no ending blank)."""
         logits = as_numpy_outputs(outputs)
         if logits.shape != (len(features), NUM_CHOICES) or len(examples) != len(features):
             raise ArgumentError(f"Expected outputs shaped ({len(features)}, {NUM_CHOICES}) "
                                 f"for {len(examples)} examples, got {logits.shape}.",
                                 field="outputs")
+        blank = features.extra.get(BLANK_ENDINGS)
+        blank = np.zeros(logits.shape, bool) if blank is None else np.asarray(blank, bool)
         predictions = [None] * len(examples)
-        for feature, choice in enumerate(np.argmax(logits, axis=-1)):
+        for feature, choice in enumerate(choose_endings(logits, blank)):
             predictions[int(features.example_index[feature])] = int(choice)
         return predictions
 
     def evaluate(self, examples: Sequence[SwagExample], predictions: Sequence) -> dict:
-        """Accuracy (a fraction)."""
+        """Accuracy (a fraction); a prediction of -1 (no answer) is wrong."""
         if any(e.label is None for e in examples):
             raise ArgumentError("The examples have no labels to evaluate against; read "
                                 "them with labelled=True.")
@@ -199,7 +257,8 @@ class SwagTask(Task):
 
     def write_predictions(self, examples: Sequence[SwagExample], predictions: Sequence,
                           path: str) -> None:
-        """A CSV `index,prediction` with each example's id and predicted choice."""
+        """A CSV `index,prediction` with each example's id and predicted choice (0-3,
+        or -1 when every ending is blank: no answer)."""
         if len(examples) != len(predictions):
             raise ArgumentError(f"{len(examples)} examples but {len(predictions)} "
                                 "predictions.", field="predictions")
