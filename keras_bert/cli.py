@@ -49,7 +49,8 @@ def build_parser(load=None):
         prog="keras-bert", description="BERT for TensorFlow/Keras: data, training, export.",
         epilog="Every command takes --help (with an example), --quiet, --json, --debug,\n"
                "and @FILE to read more arguments from FILE, one a line.\n"
-               "Exit codes: 0 ok, 2 bad usage or bad input, 1 failure.\n\n"
+               "Exit codes: 0 ok, 2 bad usage or bad input, 1 failure, 130 Ctrl-C,\n"
+               "143 SIGTERM.\n\n"
                "Example:\n\n    keras-bert demo",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND",
