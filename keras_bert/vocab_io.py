@@ -4,7 +4,11 @@ is repeated (a token's id is its line, so a repeat would silently shift ids).
 
 from __future__ import annotations
 
+import atexit
+import codecs
 import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 
 from keras_bert import io as kb_io
@@ -13,15 +17,18 @@ from keras_bert.errors import InputNotFoundError, VocabError
 PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN = (
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
+BYTE_ORDER_MARK = "\ufeff"
 
 
 def load_vocab(vocab_file: str | os.PathLike) -> list[str]:
     """Reads a Google `vocab.txt` (one token per line, the line number is the id).
 
     Like FullTokenizer, each line is stripped of surrounding whitespace. Paths may be
-    local or anything `tf.io.gfile` opens (gs://, ...). Unlike FullTokenizer, a token on
-    two lines is an error: FullTokenizer silently gives it the id of its last line,
-    which shifts the ids a model was trained with (Google's vocabularies have no repeats).
+    local or anything `tf.io.gfile` opens (gs://, ...). A leading UTF-8 byte-order mark
+    (what Windows editors write) is not part of the first token. Unlike FullTokenizer,
+    a token on two lines is an error: FullTokenizer silently gives it the id of its last
+    line, which shifts the ids a model was trained with (Google's vocabularies have no
+    repeats).
 
     Raises:
         InputNotFoundError: no file at `vocab_file`, or it is a directory.
@@ -54,6 +61,8 @@ def load_vocab(vocab_file: str | os.PathLike) -> list[str]:
         line = data[:e.start].count(b"\n") + 1
         raise VocabError(f"not UTF-8 (line {line}: {e.reason}); a vocab.txt must be UTF-8 "
                          "encoded.", path=path, line=line) from e
+    # A byte-order mark would make the first token "\ufeff[PAD]" (str.strip keeps it).
+    text = text.removeprefix(BYTE_ORDER_MARK)
     lines = text.split("\n")  # like readline(): only "\n" ends a line
     if lines[-1] == "":
         lines.pop()
@@ -63,6 +72,36 @@ def load_vocab(vocab_file: str | os.PathLike) -> list[str]:
                          "token per line.", path=path)
     check_unique_tokens(tokens, path)
     return tokens
+
+
+def without_byte_order_mark(vocab_file: str | os.PathLike) -> str:
+    """`vocab_file`, or when it starts with a UTF-8 byte-order mark, a copy without the
+    mark (in a temporary directory removed when the process exits). For code that hands
+    the file itself to other readers, such as an export's assets/vocab.txt: they may
+    take the mark for part of the first token, as FullTokenizer does.
+
+    Example:
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> _ = open(path, "w", encoding="utf-8-sig").write("[PAD]\\n[UNK]\\n")
+    >>> clean = without_byte_order_mark(path)
+    >>> open(clean, "rb").read()
+    b'[PAD]\\n[UNK]\\n'
+    >>> without_byte_order_mark(clean) == clean  # a file without the mark is itself
+    True
+    """
+    path = os.fspath(vocab_file)
+    with kb_io.open_file(path, "rb") as f:
+        if f.read(len(codecs.BOM_UTF8)) != codecs.BOM_UTF8:
+            return path
+        data = f.read()
+    directory = tempfile.mkdtemp(prefix="keras_bert-vocab-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    copy = os.path.join(directory, os.path.basename(path))
+    with open(copy, "wb") as f:
+        f.write(data)
+    return copy
 
 
 def check_unique_tokens(tokens: Sequence[str], path: str | None = None) -> None:

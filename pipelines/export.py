@@ -69,8 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
              "included, float activations) or float16 weights (default: %(default)s)")
     add("--checkpoint", required=True,
         help="a `keras-bert finetune` output directory, or an encoder checkpoint: Hugging "
-             "Face directory, Google TF1 or tf-models-official TF2 checkpoint, or keras_bert "
-             "directory")
+             "Face directory, Google TF1 or tf-models-official TF2 checkpoint, keras_bert "
+             "directory, or a `keras-bert pretrain` run directory or training checkpoint "
+             "(RUN/checkpoints/ckpt-STEP; RUN/checkpoints for the newest)")
     add("--output_dir", default="saved_models",
         help="where NAME/VERSION/ is written (default: %(default)s)")
     add("--name", help="model name, the directory under --output_dir (default: the "
@@ -82,7 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="tokens per sequence for serve_text, [CLS]/[SEP] included; longer texts are "
              "truncated, except SQuAD passages and NER sentences, read in windows "
              "(default: the fine-tuning run's, else 128)")
-    add("--vocab_file", help="vocab.txt of an encoder checkpoint (default: the one beside it)")
+    add("--vocab_file", help="vocab.txt of an encoder checkpoint (default: the one beside "
+                             "it); with a fine-tuning run, only a copy of the run's own")
     add_boolean(parser, "do_lower_case", None,
                 "lower-case and strip accents; auto reads the checkpoint's "
                 "tokenizer_config.json, else assumes uncased (fine-tuned runs keep theirs)")

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import os
 
 from keras_bert.checkpoints.google import GOOGLE_CKPT, GOOGLE_CONFIG, google_config, open_google
@@ -21,10 +22,21 @@ from keras_bert.checkpoints.model_garden import (
     model_garden_config,
 )
 from keras_bert.checkpoints.names import encoder_slots, pretrainer_head_slots
-from keras_bert.checkpoints.native import KERAS_BERT_CONFIG, load_native_encoder, native_config
+from keras_bert.checkpoints.native import (
+    KERAS_BERT_CONFIG,
+    is_training_checkpoint,
+    load_native_encoder,
+    load_training_encoder,
+    load_training_pretrainer,
+    native_config,
+    training_checkpoint_config,
+)
 from keras_bert.config import BertConfig
 from keras_bert.encoder import BertEncoder
 from keras_bert.errors import CheckpointError, InputNotFoundError
+
+# An export's model card, VERSION/assets.extra/MODEL_CARD (written by keras_bert.export).
+MODEL_CARD = "keras_bert.json"
 
 
 def _detect(path: str) -> tuple[str, str]:
@@ -35,14 +47,23 @@ def _detect(path: str) -> tuple[str, str]:
             return "keras_bert", path
         if os.path.isfile(os.path.join(path, HF_WEIGHTS)):
             return "hf", path
-        prefix = _google_prefix_in_dir(path)
+        prefix = _google_prefix_in_dir(path) or _pretraining_run_checkpoint(path)
         if prefix:
             return _prefix_format(prefix), prefix
+        found = sorted(os.listdir(path))
+        export = describe_export(path)
+        if export:
+            what, came_from = export
+            raise InputNotFoundError(
+                f"{path!r} is {what}, not a checkpoint: an export cannot be read back as a "
+                "model; give the checkpoint or fine-tuning run directory it was exported "
+                f"from{came_from}.")
         raise InputNotFoundError(
-            f"{path!r} holds no BERT checkpoint: expected {KERAS_BERT_CONFIG} (keras_bert), "
-            f"config.json + model.safetensors (Hugging Face), or {GOOGLE_CONFIG} + "
-            f"{GOOGLE_CKPT}.index (Google TF1 or tf-models-official TF2). Found: "
-            f"{sorted(os.listdir(path))[:20]}")
+            f"{path!r} {'is empty: it holds' if not found else 'holds'} no BERT checkpoint: "
+            f"expected {KERAS_BERT_CONFIG} (keras_bert), config.json + model.safetensors "
+            f"(Hugging Face), {GOOGLE_CONFIG} + {GOOGLE_CKPT}.index (Google TF1 or "
+            "tf-models-official TF2), or a `keras-bert pretrain` run directory"
+            + (f". Found: {found[:20]}" if found else "."))
     if os.path.isfile(path + ".index"):
         return _prefix_format(path), path
     if os.path.isfile(path):
@@ -52,6 +73,89 @@ def _detect(path: str) -> tuple[str, str]:
             "(without .index).")
     raise InputNotFoundError(f"No checkpoint at {path!r}: it does not exist (give a checkpoint "
                              "directory or a Google checkpoint prefix).")
+
+
+# The model file of each export format in a version directory, and what it holds.
+_EXPORT_FILES = {"saved_model.pb": "SavedModel", "saved_model.pbtxt": "SavedModel",
+                 "model.tflite": "LiteRT model", "model.onnx": "ONNX model"}
+
+
+def describe_export(directory: str) -> tuple[str, str] | None:
+    """What a directory written by `keras-bert export` is, for messages, or None when
+    it is none: (what it is, " (...)": where its model card says it was exported from,
+    as `source_checkpoint`). Takes a version directory (`NAME/VERSION/saved_model.pb`,
+    `model.tflite`, `model.onnx`) and the model's directory of numbered versions
+    (`NAME/`, described by its newest version).
+
+    Example:
+
+    >>> import tempfile
+    >>> version = os.path.join(tempfile.mkdtemp(), "sst2", "1")
+    >>> os.makedirs(os.path.join(version, "assets.extra"))
+    >>> _ = open(os.path.join(version, "saved_model.pb"), "wb").write(b"")
+    >>> describe_export(version)[0]
+    'an exported SavedModel (a TF Serving version directory)'
+    >>> with open(os.path.join(version, "assets.extra", "keras_bert.json"), "w") as f:
+    ...     _ = f.write('{"source_checkpoint": "/runs/sst2"}')
+    >>> describe_export(os.path.dirname(version))
+    ("a model's directory of exported versions (1), the newest an exported SavedModel",
+     " (its model card's source_checkpoint names it: /runs/sst2)")
+    """
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        return None
+    kind = _export_kind(directory)
+    if kind is not None:
+        where = "a TF Serving version directory" if kind == "SavedModel" else \
+            "a version directory"
+        return f"an exported {kind} ({where})", _came_from(directory)
+    names = [n for n in os.listdir(directory) if not n.startswith(".")]
+    versions = sorted(int(n) for n in names
+                      if n.isdigit() and os.path.isdir(os.path.join(directory, n)))
+    if not versions or len(versions) != len(names):
+        return None
+    newest = os.path.join(directory, str(versions[-1]))
+    kind = _export_kind(newest)
+    if kind is None:
+        return None
+    shown = ", ".join(map(str, versions[-5:]))
+    return (f"a model's directory of exported versions ({shown}), the newest an exported "
+            f"{kind}", _came_from(newest))
+
+
+def _export_kind(directory: str) -> str | None:
+    return next((kind for name, kind in _EXPORT_FILES.items()
+                 if os.path.isfile(os.path.join(directory, name))), None)
+
+
+def _came_from(version_directory: str) -> str:
+    """Where an export's model card says it came from, as a parenthesis for messages."""
+    card = os.path.join(version_directory, "assets.extra", MODEL_CARD)
+    try:
+        with open(card, encoding="utf-8") as f:
+            source = json.load(f).get("source_checkpoint")
+    except (OSError, ValueError, AttributeError):
+        source = None
+    if isinstance(source, str) and source:
+        return f" (its model card's source_checkpoint names it: {source})"
+    return f" (an export's model card, assets.extra/{MODEL_CARD}, names it as source_checkpoint)"
+
+
+def _pretraining_run_checkpoint(directory: str) -> str | None:
+    """The newest checkpoint of a `keras-bert pretrain` run directory whose trained
+    encoder is not there yet (stopped before the end), or None for another directory."""
+    from keras_bert.checkpoints.training_runs import find_run_directory, latest_run_checkpoint
+
+    run_dir = find_run_directory(directory)
+    if run_dir is None:
+        return None
+    prefix = latest_run_checkpoint(run_dir)
+    if prefix is None:
+        raise InputNotFoundError(
+            f"{directory!r} is a `keras-bert pretrain` run directory without a checkpoint or "
+            "a trained encoder (its run stopped before saving one); resume the run with "
+            "`keras-bert pretrain`, or give another checkpoint.")
+    return prefix
 
 
 def _google_prefix_in_dir(directory: str) -> str | None:
@@ -68,11 +172,14 @@ def _google_prefix_in_dir(directory: str) -> str | None:
 
 
 def _prefix_format(prefix: str) -> str:
-    """"tf2" for an object-based (TF2) checkpoint, "google" for a name-based TF1 one."""
+    """"training" for a training checkpoint of `keras-bert pretrain`, "tf2" for another
+    object-based (TF2) checkpoint, "google" for a name-based TF1 one."""
     import tensorflow as tf
 
     with unreadable(prefix + ".index"):
         names = [name for name, _ in tf.train.list_variables(prefix)]
+    if is_training_checkpoint(names):
+        return "training"
     return "tf2" if any(n.endswith(TF2_VALUE) for n in names) else "google"
 
 
@@ -96,6 +203,8 @@ def read_config(path: str | os.PathLike) -> BertConfig:
         return hf_config(resolved)
     if fmt == "tf2":
         return model_garden_config(resolved)
+    if fmt == "training":
+        return training_checkpoint_config(resolved)
     return google_config(resolved)
 
 
@@ -107,8 +216,11 @@ def load_encoder(path: str | os.PathLike, output_attentions: bool = False,
         path: a Hugging Face model directory (`config.json` + `model.safetensors`), a
             Google checkpoint (a directory with `bert_config.json` and
             `bert_model.ckpt.*`, or the checkpoint prefix), a tf-models-official (TF2
-            Model Garden) checkpoint (its directory or prefix; see below), or a
-            directory written by `save_encoder`.
+            Model Garden) checkpoint (its directory or prefix; see below), a directory
+            written by `save_encoder` (a finished `keras-bert pretrain` run directory is
+            one), or a training checkpoint of `keras-bert pretrain`
+            (`RUN/checkpoints/ckpt-STEP`; `RUN/checkpoints`, or a run directory without
+            its trained encoder yet, for the newest), read with the run's config.
         output_attentions: also return attention probabilities.
         dtype: dtype policy of the encoder (e.g. "mixed_bfloat16").
 
@@ -139,6 +251,9 @@ def load_encoder(path: str | os.PathLike, output_attentions: bool = False,
     if fmt == "tf2":
         return load_model_garden_encoder(resolved, output_attentions=output_attentions,
                                          dtype=dtype)
+    if fmt == "training":
+        return load_training_encoder(resolved, output_attentions=output_attentions,
+                                     dtype=dtype)
     config, read, available, source, transpose, names = _open(fmt, resolved)
     encoder = BertEncoder(config, output_attentions=output_attentions, dtype=dtype)
     used = assign_slots(encoder_slots(encoder), read, source, transpose, names)
@@ -148,11 +263,15 @@ def load_encoder(path: str | os.PathLike, output_attentions: bool = False,
 
 def load_pretrainer(path: str | os.PathLike, dtype=None):
     """Builds a `BertPretrainer` (MLM + NSP) with encoder and head weights from a Google
-    or Hugging Face pretraining checkpoint. A checkpoint without an NSP head gives a
-    pretrainer with `next_sentence=False`; one without an MLM head is an error."""
+    or Hugging Face pretraining checkpoint, or a training checkpoint of `keras-bert
+    pretrain` (`RUN/checkpoints/ckpt-STEP`, `RUN/checkpoints` for its newest). A
+    checkpoint without an NSP head gives a pretrainer with `next_sentence=False`; one
+    without an MLM head is an error."""
     from keras_bert.models import BertPretrainer
 
     fmt, resolved = _detect(path)
+    if fmt == "training":
+        return load_training_pretrainer(resolved, dtype=dtype)
     if fmt in ("keras_bert", "tf2"):
         raise CheckpointError(f"{path!r} is read as an encoder only; load it with "
                               "load_encoder and wrap it in BertPretrainer.")

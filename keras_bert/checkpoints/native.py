@@ -1,14 +1,19 @@
-"""keras_bert's own checkpoint directory (`keras_bert_config.json` + `encoder.weights.h5`):
-written by `save_encoder`, read back by `load_encoder`; and the check that a fine-tuned
-run's Keras model file (`model.keras`) is whole before Keras reads it.
+"""keras_bert's own checkpoints: the directory `save_encoder` writes
+(`keras_bert_config.json` + `encoder.weights.h5`), read back by `load_encoder`; the
+training checkpoints of `keras-bert pretrain` (`RUN/checkpoints/ckpt-STEP`), read with
+their run's config; and the check that a fine-tuned run's Keras model file
+(`model.keras`) is whole before Keras reads it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import zipfile
 import zlib
+from collections.abc import Iterable
 
 from keras_bert.checkpoints.matching import unreadable
 from keras_bert.config import BertConfig
@@ -16,8 +21,13 @@ from keras_bert.encoder import BertEncoder
 from keras_bert.errors import CheckpointError
 from keras_bert.io import atomic_directory
 
+logger = logging.getLogger("keras_bert")
+
 KERAS_BERT_CONFIG = "keras_bert_config.json"
 KERAS_BERT_WEIGHTS = "encoder.weights.h5"
+# A model variable in a training checkpoint of `keras-bert pretrain` (`TrainingCheckpoint`):
+# keyed by its position in the pretrainer's `variables` and its short name.
+_TRAINING_KEY = re.compile(r"^model/\d+-[^/]+/\.ATTRIBUTES/VARIABLE_VALUE$")
 # What every Keras 3 `.keras` archive holds: the model's config and its weights file.
 _KERAS_ARCHIVE_CONFIG = "config.json"
 _KERAS_ARCHIVE_WEIGHTS = "model.weights."
@@ -39,6 +49,88 @@ def load_native_encoder(directory: str, output_attentions: bool = False,
     with unreadable(weights):
         encoder.load_weights(weights)
     return encoder
+
+
+def is_training_checkpoint(names: Iterable[str]) -> bool:
+    """Whether a TF checkpoint with these variable names is a training checkpoint of
+    `keras-bert pretrain` (the whole training state, `RUN/checkpoints/ckpt-STEP`)."""
+    return any(_TRAINING_KEY.match(name) for name in names)
+
+
+def _training_run(prefix: str) -> tuple[str, dict]:
+    """(the run directory, its run_config.json record) of a training checkpoint."""
+    from keras_bert.checkpoints.training_runs import RUN_CONFIG, find_run_directory, read_run_record
+
+    run_dir = find_run_directory(prefix)
+    if run_dir is None:
+        expected = os.path.join(os.path.dirname(os.path.dirname(prefix)) or ".", RUN_CONFIG)
+        raise CheckpointError(
+            f"{prefix} is a training checkpoint of `keras-bert pretrain` away from its run "
+            f"directory: the model config it was trained with is in the run's {RUN_CONFIG} "
+            f"(expected at {expected}); give the checkpoint inside its run directory "
+            "(RUN/checkpoints/ckpt-STEP), or the run directory itself.")
+    return run_dir, read_run_record(run_dir)
+
+
+def training_checkpoint_config(prefix: str) -> BertConfig:
+    """The `BertConfig` of a `keras-bert pretrain` training checkpoint: its run's."""
+    return BertConfig.from_dict(_training_run(prefix)[1]["bert_config"])
+
+
+def load_training_pretrainer(prefix: str, dtype=None):
+    """The `BertPretrainer` (encoder, MLM and NSP heads) at a training checkpoint of
+    `keras-bert pretrain`, `RUN/checkpoints/ckpt-STEP`: built from the run's config as
+    the run built it, so that its variables line up with the checkpoint's by position
+    (as `TrainingCheckpoint` saves them), then read from the checkpoint (the optimizer
+    state is left out). Every variable's name and shape is checked first."""
+    import tensorflow as tf
+
+    from keras_bert.checkpoints.training_runs import RUN_CONFIG, by_position
+    from keras_bert.models import BertPretrainer
+
+    run_dir, record = _training_run(prefix)
+    config = BertConfig.from_dict(record["bert_config"])
+    with unreadable(prefix + ".index"):
+        reader = tf.train.load_checkpoint(prefix)
+        saved = {key: tuple(shape) for key, shape in reader.get_variable_to_shape_map().items()
+                 if _TRAINING_KEY.match(key)}
+    recorded = ((record.get("settings") or {}).get("options") or {}).get("next_sentence")
+    for next_sentence in (recorded,) if isinstance(recorded, bool) else (True, False):
+        model = BertPretrainer(BertEncoder(config, dtype=dtype), next_sentence=next_sentence)
+        variables = {f"model/{key}/.ATTRIBUTES/VARIABLE_VALUE": variable
+                     for key, variable in by_position(model.variables).items()}
+        if set(variables) == set(saved):
+            break
+    else:
+        unmatched = sorted(set(variables) ^ set(saved))
+        raise CheckpointError(
+            f"{prefix}: its {len(saved)} model variables are not those of the pretrainer "
+            f"that {os.path.join(run_dir, RUN_CONFIG)} describes ({len(variables)} "
+            f"variables; e.g. {unmatched[0]!r} is in only one of them); is that file "
+            "another run's?")
+    for key, variable in variables.items():
+        if saved[key] != tuple(variable.shape):
+            raise CheckpointError(
+                f"{prefix}: variable {key!r} has shape {saved[key]} but the config in "
+                f"{os.path.join(run_dir, RUN_CONFIG)} gives {tuple(variable.shape)}; is "
+                "that file another run's?")
+    with unreadable(prefix):
+        for key, variable in variables.items():
+            variable.assign(reader.get_tensor(key))
+    logger.info("Read the pretrainer of %s (the run in %s).", prefix, run_dir)
+    return model
+
+
+def load_training_encoder(prefix: str, output_attentions: bool = False,
+                          dtype=None) -> BertEncoder:
+    """The encoder at a training checkpoint of `keras-bert pretrain` (see
+    `load_training_pretrainer`)."""
+    encoder = load_training_pretrainer(prefix).encoder
+    if not output_attentions and dtype is None:
+        return encoder
+    copy = BertEncoder(encoder.config, output_attentions=output_attentions, dtype=dtype)
+    copy.set_weights(encoder.get_weights())
+    return copy
 
 
 def save_encoder(encoder: BertEncoder, directory: str | os.PathLike,

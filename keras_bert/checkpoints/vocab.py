@@ -7,17 +7,21 @@ from __future__ import annotations
 import json
 import os
 
-from keras_bert.errors import MismatchError
+from keras_bert.errors import VocabMismatchError
 
 
 def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: str, *,
-                        checkpoint: str | os.PathLike | None = None) -> int:
-    """Raises `MismatchError` unless `vocab_file` belongs to the model: it must have
-    exactly `vocab_size` tokens (the vocab size of `owner`, e.g. a checkpoint's config),
-    and, when `checkpoint` has a vocab.txt of its own beside it, the same token on every
+                        checkpoint: str | os.PathLike | None = None,
+                        exact: bool = False) -> int:
+    """Raises `VocabMismatchError` (a `MismatchError`, and an `ArgumentError` of field
+    "vocab_file") unless `vocab_file` belongs to the model: it must have exactly
+    `vocab_size` tokens (the vocab size of `owner`, e.g. a checkpoint's config), and,
+    when `checkpoint` has a vocab.txt of its own beside it, the same token on every
     line as that one (only its `[unusedN]` slots may hold new tokens, as Google's README
-    suggests for adding words). A vocab of another model gives wrong ids without any
-    other sign: every sentence embeds alike. Returns the file's token count.
+    suggests for adding words; with `exact`, not even those: a fine-tuned model was
+    trained with its own vocab.txt, new tokens and all). A vocab of another model gives
+    wrong ids without any other sign: every sentence embeds alike. Returns the file's
+    token count.
 
     Example:
 
@@ -27,31 +31,39 @@ def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: s
     >>> check_vocab_matches(path, 30522, "the model 'bert-base'")
     Traceback (most recent call last):
     ...
-    keras_bert.errors.MismatchError: the vocab .../vocab.txt has 4 tokens but the model 'bert-base' has 30522; use the vocab.txt that came with the model.
+    keras_bert.errors.VocabMismatchError: the vocab .../vocab.txt has 4 tokens but the model 'bert-base' has 30522; use the vocab.txt that came with the model.
     """
     from keras_bert.tokenization import load_vocab
 
     tokens = load_vocab(vocab_file)
     size = len(tokens)
     if size != vocab_size:
-        raise MismatchError(f"the vocab {os.fspath(vocab_file)} has {size} tokens but {owner} "
-                            f"has {vocab_size}; use the vocab.txt that came with the model.")
+        raise VocabMismatchError(f"the vocab {os.fspath(vocab_file)} has {size} tokens but "
+                                 f"{owner} has {vocab_size}; use the vocab.txt that came "
+                                 "with the model.")
     own = checkpoint_vocab(checkpoint) if checkpoint is not None else None
     if own is None or os.path.abspath(own) == os.path.abspath(os.fspath(vocab_file)):
         return size
     own_tokens = load_vocab(own)
+    remedy = ("leave vocab_file out to use it, or give a copy of it" if exact else
+              "use the model's vocab.txt (only its [unusedN] lines may be replaced by new "
+              "tokens)")
     for line, (token, expected) in enumerate(zip(tokens, own_tokens), start=1):
-        if token != expected and not expected.startswith("[unused"):
-            raise MismatchError(
+        if token != expected and (exact or not expected.startswith("[unused")):
+            raise VocabMismatchError(
                 f"the vocab {os.fspath(vocab_file)} is not the vocab of {owner}: line {line} "
                 f"holds {token!r} where the model's own {own} has {expected!r}, so the "
-                "token ids would not match the embeddings; use the model's vocab.txt (only "
-                "its [unusedN] lines may be replaced by new tokens).")
+                f"token ids would not match the embeddings; {remedy}.")
+    if len(own_tokens) != size:
+        raise VocabMismatchError(
+            f"the vocab {os.fspath(vocab_file)} is not the vocab of {owner}: it has {size} "
+            f"tokens, the model's own {own} {len(own_tokens)}; {remedy}.")
     return size
 
 
 def checkpoint_vocab(path: str | os.PathLike) -> str | None:
-    """The vocab.txt that came with a checkpoint (beside it), or None.
+    """The vocab.txt that came with a checkpoint (beside it, or in the run directory of
+    a `keras-bert pretrain` training checkpoint), or None.
 
     Example:
 
@@ -61,13 +73,27 @@ def checkpoint_vocab(path: str | os.PathLike) -> str | None:
     path = os.fspath(path)
     directory = path if os.path.isdir(path) else os.path.dirname(path)
     candidate = os.path.join(directory, "vocab.txt")
-    return candidate if os.path.isfile(candidate) else None
+    if os.path.isfile(candidate):
+        return candidate
+    run_dir = _pretraining_run(path)
+    candidate = run_dir and os.path.join(run_dir, "vocab.txt")
+    return candidate if candidate and os.path.isfile(candidate) else None
+
+
+def _pretraining_run(path: str) -> str | None:
+    """The `keras-bert pretrain` run directory of a path inside it (RUN/checkpoints, a
+    checkpoint there), else None."""
+    from keras_bert.checkpoints.training_runs import find_run_directory
+
+    return find_run_directory(path)
 
 
 def checkpoint_lower_case(path: str | os.PathLike) -> bool:
     """Whether a checkpoint's vocab is uncased: its `tokenizer_config.json`'s
-    `do_lower_case` (Hugging Face), else a "cased" in a Google checkpoint's directory
-    name (`cased_L-12_H-768_A-12`), else True (the common uncased vocab).
+    `do_lower_case` (Hugging Face), else, for a `keras-bert pretrain` run or its
+    checkpoints, the `do_lower_case` its pretraining data was made with (as run_config.json
+    records it), else a "cased" in the checkpoint's directory name
+    (`cased_L-12_H-768_A-12`), else True (the common uncased vocab).
 
     Example:
 
@@ -82,5 +108,13 @@ def checkpoint_lower_case(path: str | os.PathLike) -> bool:
     if os.path.isfile(config):
         with open(config, encoding="utf-8") as f:
             return bool(json.load(f).get("do_lower_case", True))
+    run_dir = _pretraining_run(path)
+    if run_dir is not None:  # the casing of the data the run was trained on
+        from keras_bert.checkpoints.training_runs import read_run_record
+
+        recorded = (read_run_record(run_dir).get("data_settings") or {}).get("do_lower_case")
+        if isinstance(recorded, bool):
+            return recorded
+        directory = run_dir
     name = os.path.basename(os.path.normpath(directory)).lower()
     return not (name.startswith("cased") or "_cased" in name or "-cased" in name)

@@ -15,9 +15,8 @@ import os
 import tensorflow as tf
 
 from keras_bert import io
+from keras_bert.checkpoints.loading import MODEL_CARD  # noqa: F401 (the card's file name, named here too)
 from keras_bert.export.source import ExportSource
-
-MODEL_CARD = "keras_bert.json"
 
 
 def model_card(source: ExportSource, precision: str, signatures: dict, jit_compile: bool,

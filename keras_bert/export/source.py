@@ -17,6 +17,7 @@ from keras_bert.checkpoints import (
     check_vocab_matches,
     checkpoint_lower_case,
     checkpoint_vocab,
+    describe_export,
     load_encoder,
     read_config,
 )
@@ -24,6 +25,7 @@ from keras_bert.config import BertConfig
 from keras_bert.errors import ArgumentError, InputNotFoundError
 from keras_bert.precision import check_precision
 from keras_bert.tokenization import BertTokenizer
+from keras_bert.vocab_io import load_vocab, without_byte_order_mark
 
 KINDS = ("encoder", "classifier", "regression", "span_labeler", "tagger", "multiple_choice")
 DEFAULT_SEQ_LENGTH = 128
@@ -99,20 +101,33 @@ def load_export_source(checkpoint: str | os.PathLike, precision: str = "float32"
 
     Args:
         checkpoint: a fine-tuned run directory (`keras-bert finetune`'s output_dir), or
-            any checkpoint `load_encoder` takes (Hugging Face, Google TF1, keras_bert).
+            any checkpoint `load_encoder` takes (Hugging Face, Google TF1, keras_bert,
+            tf-models-official, and `keras-bert pretrain`'s run directory or one of its
+            training checkpoints, `RUN/checkpoints/ckpt-STEP`, with the run's vocab).
         precision: "float32" or "mixed_bfloat16" (bfloat16 compute, float32 weights
             and outputs).
         max_seq_length: `serve_text`'s sequence length; default: the fine-tuning
             run's, else 128 (at most the model's `max_position_embeddings`).
         vocab_file, lower_case: for an encoder checkpoint without a vocab.txt beside
-            it, or to override its casing (default: read from the checkpoint).
+            it, or to override its casing (default: read from the checkpoint). A
+            fine-tuned run uses its own vocab.txt: a `vocab_file` given with it must
+            hold the same tokens (`VocabMismatchError` otherwise, naming both files).
+
+    Raises:
+        InputNotFoundError: no checkpoint at `checkpoint`: it does not exist, is an
+            empty directory, or is an export (which cannot be exported again).
     """
     check_precision(precision)
     checkpoint = os.fspath(checkpoint)
     if not os.path.exists(checkpoint) and not os.path.isfile(checkpoint + ".index"):
         raise InputNotFoundError(f"checkpoint {checkpoint!r} does not exist.")
     if is_finetuned_dir(checkpoint):
+        if vocab_file is not None:
+            _check_run_vocab(checkpoint, vocab_file)
         return _finetuned_source(checkpoint, precision, max_seq_length)
+    _check_not_empty_or_an_export(checkpoint)
+    # Checked before the weights load.
+    config = read_config(checkpoint)
     if vocab_file is None:
         vocab_file = checkpoint_vocab(checkpoint)
         if vocab_file is None:
@@ -120,16 +135,40 @@ def load_export_source(checkpoint: str | os.PathLike, precision: str = "float32"
                                      "it; give its vocab_file.")
     if lower_case is None:
         lower_case = checkpoint_lower_case(checkpoint)
-    # Checked before the weights load.
-    config = read_config(checkpoint)
     check_vocab_matches(vocab_file, config.vocab_size, f"the checkpoint {checkpoint!r}",
                         checkpoint=checkpoint)
     seq = _seq_length(max_seq_length or DEFAULT_SEQ_LENGTH, config,
                       explicit=max_seq_length is not None)
     tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
     encoder = load_encoder(checkpoint, dtype=_policy(precision))
-    return ExportSource(encoder, "encoder", tokenizer, os.fspath(vocab_file), seq,
-                        source=checkpoint)
+    return ExportSource(encoder, "encoder", tokenizer, without_byte_order_mark(vocab_file),
+                        seq, source=checkpoint)
+
+
+def _check_not_empty_or_an_export(path: str) -> None:
+    """Names an empty directory, and an export given as the checkpoint to export."""
+    if not os.path.isdir(path):
+        return
+    if not os.listdir(path):
+        raise InputNotFoundError(
+            f"{path!r} is empty; give a fine-tuning run directory (`keras-bert finetune`'s "
+            "output_dir) or an encoder checkpoint (a keras_bert, Hugging Face, Google TF1 "
+            "or tf-models-official checkpoint, or a `keras-bert pretrain` run directory).")
+    export = describe_export(path)
+    if export is not None:
+        what, came_from = export
+        raise InputNotFoundError(
+            f"{path!r} is {what}; an export cannot be re-exported: give the fine-tuning run "
+            f"directory it came from{came_from}.")
+
+
+def _check_run_vocab(path: str, vocab_file: str | os.PathLike) -> None:
+    """A vocab given with a fine-tuned run must be the run's own (a copy will do): the
+    run is exported with its own vocab.txt, and another vocab would not be used."""
+    own = os.path.join(path, "vocab.txt")
+    if os.path.isfile(own):  # else `load_finetuned` names what the run lacks
+        check_vocab_matches(vocab_file, len(load_vocab(own)),
+                            f"the fine-tuning run {path!r}", checkpoint=path, exact=True)
 
 
 def _finetuned_source(path: str, precision: str, max_seq_length: int | None) -> ExportSource:
@@ -180,7 +219,8 @@ def _finetuned_source(path: str, precision: str, max_seq_length: int | None) -> 
                             f"question of max_query_length {settings.max_query_length} "
                             "and [CLS], [SEP], [SEP]; give a larger --max_seq_length.",
                             field="max_seq_length")
-    return ExportSource(model, kind, run.tokenizer, os.path.join(path, "vocab.txt"), seq,
+    return ExportSource(model, kind, run.tokenizer,
+                        without_byte_order_mark(os.path.join(path, "vocab.txt")), seq,
                         source=path, task=task.name, **fields)
 
 

@@ -106,12 +106,10 @@ def read_training_curves(run_dir: str) -> TrainingCurves:
 
 
 def _finetuning_curves(run_dir: str) -> TrainingCurves:
+    from keras_bert.tasks.finetuning.run_directory import read_record
+
     path = os.path.join(run_dir, FINETUNE_CONFIG)
-    try:
-        with open(path, encoding="utf-8") as f:
-            history = json.load(f).get("history") or []
-    except (json.JSONDecodeError, AttributeError) as e:
-        raise DataError(f"is not a fine-tuning record ({e}).", path=path) from None
+    history = read_record(run_dir, fields={}).get("history") or []
     curves = TrainingCurves(run_dir, "fine-tuning", "epoch", {}, [path])
     restarts = {entry.get("restart", 0) for entry in history}
     for entry in history:

@@ -24,20 +24,12 @@ import tensorflow as tf
 import tqdm
 
 from keras_bert import io as kb_io
+from keras_bert.checkpoints.training_runs import CHECKPOINT_PREFIX, by_position
 from keras_bert.errors import ArgumentError, CheckpointError
 from keras_bert.training import distribute
 
 logger = logging.getLogger("keras_bert")
 
-CHECKPOINT_PREFIX = "ckpt"
-
-
-def _by_position(variables) -> dict:
-    """Variables keyed by position and short name. Paths would not do: Keras numbers
-    some names per process (`seed_generator_5`, `adam_w_1/...`), so a rerun in the same
-    process would not find its own variables; the same model and optimizer built by the
-    same code list their variables in the same order."""
-    return {f"{i:05d}-{v.name}": v for i, v in enumerate(variables)}
 
 
 class TrainingCheckpoint(keras.callbacks.Callback):
@@ -100,8 +92,8 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         self.stop_signal: str | None = None
         self._strategy = strategy or tf.distribute.get_strategy()
         self._checkpoint = tf.train.Checkpoint(
-            model=_by_position(model.variables),
-            optimizer=_by_position(model.optimizer.variables))
+            model=by_position(model.variables),
+            optimizer=by_position(model.optimizer.variables))
         self._manager = tf.train.CheckpointManager(
             self._checkpoint, directory, max_to_keep=max_to_keep,
             checkpoint_name=CHECKPOINT_PREFIX)

@@ -36,6 +36,7 @@ import tensorflow as tf
 
 from keras_bert import io
 from keras_bert.checkpoints import KERAS_BERT_CONFIG, KERAS_BERT_WEIGHTS, save_encoder
+from keras_bert.checkpoints.training_runs import CHECKPOINTS, RUN_CONFIG
 from keras_bert.config import BertConfig
 from keras_bert.encoder import BertEncoder
 from keras_bert.errors import MismatchError, OutputError
@@ -44,10 +45,8 @@ from keras_bert.training.options import PretrainingOptions
 
 logger = logging.getLogger("keras_bert")
 
-RUN_CONFIG = "run_config.json"
 METRICS = "metrics.json"
 VOCAB_FILE = validation.VOCAB_FILE
-CHECKPOINTS = "checkpoints"
 LOGS = "logs"
 TRAIN_LOG = "train_log.jsonl"
 # What a run writes into its directory (anything else there is left alone).

@@ -7,14 +7,16 @@ evaluate`, `predict`, `export` and `attention` start from.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
+from collections.abc import Mapping
 
 import keras
 
 from keras_bert import io
 from keras_bert.checkpoints.native import check_keras_archive
-from keras_bert.errors import InputNotFoundError, MismatchError, OutputError
+from keras_bert.errors import DataError, InputNotFoundError, MismatchError, OutputError
 from keras_bert.tasks.base import Features, FeatureSettings, Task, log_truncation
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.registry import get_task
@@ -68,6 +70,55 @@ def is_run_directory(path: str) -> bool:
     return os.path.isfile(os.path.join(path, CONFIG_FILE))
 
 
+# What every finetune_config.json records, and the JSON type of each.
+RECORD_FIELDS = {"task": str, "options": dict, "lower_case": bool}
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "true or false",
+               int: "a number", float: "a number", type(None): "null"}
+
+
+def read_record(path: str, fields: Mapping[str, type] = RECORD_FIELDS) -> dict:
+    """The record of a fine-tuning run directory `path` (its finetune_config.json: the
+    task and its config, the options, the casing, the history). Every reader of the file
+    goes through here; `fields` are those it needs (name -> JSON type).
+
+    Raises:
+        FileNotFoundError: the file is missing.
+        DataError: it is not valid JSON (the message gives the line and column), or not
+            a fine-tuning record (not a JSON object, or one of `fields` missing or of
+            another type).
+
+    Example:
+
+    >>> import tempfile
+    >>> run = tempfile.mkdtemp()
+    >>> _ = open(os.path.join(run, CONFIG_FILE), "w").write('{"task": "stsb",\\n "options" {}}')
+    >>> read_record(run)
+    Traceback (most recent call last):
+    ...
+    keras_bert.errors.DataError: .../finetune_config.json:2: is not valid JSON (line 2, column 12: Expecting ':' delimiter); ...
+    """
+    config_path = os.path.join(path, CONFIG_FILE)
+    remedy = "copy it again from where the run was written, or re-run `keras-bert finetune`"
+    try:
+        record = io.read_json(config_path)
+    except json.JSONDecodeError as e:
+        raise DataError(f"is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}); "
+                        f"{remedy}.", path=config_path, line=e.lineno) from None
+    except UnicodeDecodeError as e:
+        raise DataError(f"is not valid JSON (not UTF-8: {e.reason} at byte {e.start}); "
+                        f"{remedy}.", path=config_path) from None
+    if not isinstance(record, dict):
+        raise DataError(f"is not a fine-tuning record: it holds {_JSON_TYPES[type(record)]}, "
+                        f"not a JSON object; {remedy}.", path=config_path)
+    for field, kind in fields.items():
+        if not isinstance(record.get(field), kind):
+            found = "missing" if field not in record else f"{record[field]!r}"
+            raise DataError(f"is not a fine-tuning record: its {field!r} is {found} "
+                            f"({_JSON_TYPES[kind]} expected); {remedy}.",
+                            path=config_path)
+    return record
+
+
 def check_output_dir(output_dir: str, overwrite: bool) -> None:
     """Refuses an `output_dir` that cannot be written, or that holds files (another
     run's or not) unless `overwrite`."""
@@ -105,14 +156,13 @@ def load_finetuned(path: str, task: str | None = None) -> FinetunedModel:
     if not os.path.isdir(path):
         raise InputNotFoundError(f"{path!r} is not a directory; give the output_dir of a "
                                  "fine-tuning run.")
-    config_path = os.path.join(path, CONFIG_FILE)
     model_path = os.path.join(path, MODEL_FILE)
-    for needed in (config_path, model_path, os.path.join(path, "vocab.txt")):
+    for needed in (os.path.join(path, CONFIG_FILE), model_path, os.path.join(path, "vocab.txt")):
         if not os.path.isfile(needed):
             raise InputNotFoundError(f"{path!r} is not a fine-tuned model: it has no "
                                      f"{os.path.basename(needed)} (run `keras-bert finetune` "
                                      "first).")
-    record = io.read_json(config_path)
+    record = read_record(path)
     if task is not None and task != record["task"]:
         raise MismatchError(f"{path!r} was fine-tuned for {record['task']!r}, not {task!r}.")
     saved = get_task(record["task"])
