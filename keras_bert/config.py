@@ -12,6 +12,7 @@ import json
 import os
 from typing import Any
 
+from keras_bert import io
 from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
 from keras_bert.options import OptionChecks
 
@@ -261,9 +262,7 @@ class BertConfig:
                    "hf": self.to_hf_dict}
         if format not in writers:
             raise ArgumentError(f"format must be one of {sorted(writers)}, got {format!r}.")
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(writers[format](), f, indent=2, sort_keys=True)
-            f.write("\n")
+        io.write_json(path, writers[format]())
 
 
 def _preset(layers, hidden, heads=None):

@@ -4,7 +4,6 @@ variable name through TF's checkpoint reader, and written by `save_google_checkp
 
 from __future__ import annotations
 
-import json
 import os
 
 from keras_bert.checkpoints.matching import NamedCheckpoint, unreadable
@@ -12,7 +11,7 @@ from keras_bert.checkpoints.names import encoder_slots, pretrainer_head_slots
 from keras_bert.config import BertConfig
 from keras_bert.encoder import BertEncoder
 from keras_bert.errors import InputNotFoundError
-from keras_bert.io import atomic_directory
+from keras_bert.io import atomic_directory, json_text
 
 GOOGLE_CONFIG = "bert_config.json"
 GOOGLE_CKPT = "bert_model.ckpt"
@@ -62,7 +61,7 @@ def save_google_checkpoint(model, directory: str | os.PathLike) -> str:
 
     def write(tmp):
         with open(os.path.join(tmp, GOOGLE_CONFIG), "w", encoding="utf-8") as f:
-            json.dump(config, f, indent=2, sort_keys=True)
+            f.write(json_text(config, indent=2) + "\n")
         tensors = [tf.constant(s.to_google(), dtype=tf.float32) for s in slots]
         tf.raw_ops.SaveV2(prefix=os.path.join(tmp, GOOGLE_CKPT),
                           tensor_names=[s.google_name for s in slots],

@@ -19,7 +19,7 @@ from keras_bert.checkpoints.matching import unreadable
 from keras_bert.config import BertConfig
 from keras_bert.encoder import BertEncoder
 from keras_bert.errors import CheckpointError
-from keras_bert.io import atomic_directory
+from keras_bert.io import atomic_directory, json_text
 
 logger = logging.getLogger("keras_bert")
 
@@ -157,7 +157,7 @@ def save_encoder(encoder: BertEncoder, directory: str | os.PathLike,
 
     def write(tmp):
         with open(os.path.join(tmp, KERAS_BERT_CONFIG), "w", encoding="utf-8") as f:
-            json.dump(meta, f, indent=2)
+            f.write(json_text(meta, indent=2, sort_keys=False) + "\n")
         encoder.save_weights(os.path.join(tmp, KERAS_BERT_WEIGHTS))
 
     atomic_directory(directory, write, overwrite=overwrite)
