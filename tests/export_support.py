@@ -1,11 +1,14 @@
 """What the export tests (SavedModel, LiteRT, ONNX) share: random id inputs, the Keras
-model's own outputs named as the exported signatures name them, and fine-tuned run
-directories."""
+model's own outputs named as the exported signatures name them, fine-tuned run
+directories, and scripts run in a fresh process (`run_python`)."""
 
 import dataclasses
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -81,3 +84,24 @@ def finetuned_run(vocab, seq, directory, task_name, encoder, task_config, **opti
     with open(os.path.join(directory, CONFIG_FILE), "w") as f:
         json.dump(record, f)
     return model
+
+
+def run_python(root, script, *args, timeout=300):
+    """Runs the Python source `script` as a fresh process (`python -I`, no PYTHONPATH)
+    in directory `root` with `args`; returns the finished `subprocess.CompletedProcess`.
+    A crash in native code shows as a negative returncode: see `exit_report`."""
+    path = os.path.join(root, "script.py")
+    with open(path, "w") as f:
+        f.write(script)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-I", path, *map(str, args)], capture_output=True,
+                          text=True, cwd=root, env=env, timeout=timeout)
+
+
+def exit_report(proc) -> str:
+    """How a `run_python` process ended (the signal that killed it, if one did), the
+    last lines of its stdout (what it was doing) and the end of its stderr."""
+    code = proc.returncode
+    how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit {code}"
+    last = "\n".join(proc.stdout.strip().splitlines()[-3:])
+    return f"{how}; stdout ends: {last}\nstderr ends: {proc.stderr[-2500:]}"

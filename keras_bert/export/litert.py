@@ -22,6 +22,13 @@ of range still fail the call (LiteRT's gather refuses them), other bad input giv
 undefined outputs. `LiteRTModel` runs the SavedModel's checks in Python before each
 call (`ArgumentError` naming the input).
 
+Under any runner, text with nothing left after cleaning ("", NUL, zero-width or blank
+characters, in every family, cased or uncased) is answered as the SavedModel answers it
+(the graphs avoid LiteRT kernels that divide by a zero size), a batch of 0 strings gives
+0 rows, and a multiple-choice batch without an endings column fails the call
+(RuntimeError), never the process; `LiteRTModel` refuses the last two (`ArgumentError`).
+A LiteRT interpreter is not thread-safe; `LiteRTModel` is (a lock around its one).
+
 `quantize`: "none" (float32), "dynamic_int8" (`tf.lite.Optimize.DEFAULT`: int8 weights,
 the embedding tables included, float activations) or "float16" (float16 weights).
 """
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 
 import numpy as np
 import tensorflow as tf
@@ -242,6 +250,12 @@ def load_interpreter(path: str | os.PathLike, num_threads: int | None = None):
 class LiteRTModel:
     """An exported `model.tflite`, its signatures checked like the SavedModel's.
 
+    Safe to share between threads: a LiteRT interpreter is not (two calls at once
+    corrupt its memory and can kill the process), so each call holds the model's lock
+    around the interpreter; calls from several threads run one at a time on one
+    interpreter (a lock, not an interpreter per thread: one copy of the model in
+    memory; for parallel calls, give each thread its own `LiteRTModel`).
+
     Args:
         path: the version directory (or the .tflite file in it).
         num_threads: LiteRT's CPU threads (default: its own).
@@ -262,6 +276,7 @@ class LiteRTModel:
             self.card = json.load(f)
         self.interpreter = load_interpreter(file, num_threads)
         self._runners = {}
+        self._lock = threading.Lock()  # around every use of the interpreter
 
     @property
     def signatures(self) -> list[str]:
@@ -280,9 +295,10 @@ class LiteRTModel:
                                 f"{missing}, unknown: {extra}.", field="inputs")
         check = check_ids if signature == "serving_default" else check_text
         arrays = check(inputs, self.card)
-        if signature not in self._runners:
-            self._runners[signature] = self.interpreter.get_signature_runner(signature)
-        out = self._runners[signature](**arrays)
+        with self._lock:  # resize, invoke and read the outputs (copies) as one
+            if signature not in self._runners:
+                self._runners[signature] = self.interpreter.get_signature_runner(signature)
+            out = self._runners[signature](**arrays)
         if "num_words" in out:  # the tagger's words: as many columns as the most words
             out.update({k: out[k][:, :out["num_words"].max()] for k in WORD_OUTPUTS})
         return out

@@ -15,7 +15,6 @@ import tensorflow as tf
 
 from keras_bert.export.litert_text import (
     JOIN_WIDTHS,
-    byte_rows,
     concat_rows,
     gather_rows,
     join_bytes,
@@ -26,21 +25,9 @@ from keras_bert.export.litert_text import (
 from keras_bert.export.multiple_choice import NO_ENDING
 from keras_bert.export.word_labels import whitespace_code_points
 
-# What `tf.strings.strip` removes (ASCII whitespace), as bytes.
-ASCII_SPACE_BYTES = (9, 10, 11, 12, 13, 32)
 # NgramsStringJoin rounds for SQuAD answers: up to 8 * 8 * 16 * 16 * 16 bytes (256 KiB).
 ANSWER_WIDTHS = (*JOIN_WIDTHS, 16, 16)
 ANSWER_MAX_BYTES = int(np.prod(ANSWER_WIDTHS))
-
-
-def has_text(strings):
-    """Whether each string keeps something after `tf.strings.strip` (a byte other than
-    ASCII whitespace)."""
-    b, splits = byte_rows([strings])
-    other = tf.reduce_all(b[:, None] != tf.constant(ASCII_SPACE_BYTES)[None, :], axis=1)
-    count = tf.math.unsorted_segment_sum(tf.cast(other, tf.int32), row_of(splits, tf.size(b)),
-                                         tf.size(splits) - 1)
-    return count > 0
 
 
 def serve_choices(module, inputs):
@@ -58,8 +45,12 @@ def serve_choices(module, inputs):
     contexts = gather_rows(text_ids, choice_row)
     continuations = concat_rows(gather_rows(pair_ids, choice_row), ending_ids)
     packed = module.pack_text([contexts, continuations])
-    out = module.model_outputs({k: tf.reshape(v, [batch, count, -1])
+    # A batch of 0 runs one row of padding, cut off again: LiteRT's Reshape fails the
+    # call when a dimension beside the one it infers is 0.
+    rows = tf.maximum(batch, 1)
+    out = module.model_outputs({k: tf.reshape(_pad_rows(v, rows * count), [rows, count, -1])
                                 for k, v in packed.items()})
+    out = {k: v[:batch] for k, v in out.items()}
     ending_splits = tf.cast(ending_ids.row_splits, tf.int32)
     present = tf.reshape(ending_splits[1:] > ending_splits[:-1], [batch, count])
     logits = tf.where(present, out["logits"], float("-inf"))
@@ -69,6 +60,11 @@ def serve_choices(module, inputs):
     out["label"] = tf.where(any_present, tf.argmax(logits, axis=-1, output_type=tf.int32),
                             NO_ENDING)
     return out
+
+
+def _pad_rows(x, rows):
+    """int32 [n, k] `x` with rows of 0 after it up to `rows` (>= n)."""
+    return tf.concat([x, tf.zeros([rows - tf.shape(x)[0], tf.shape(x)[1]], x.dtype)], axis=0)
 
 
 def windows(num_tokens, room, stride: int):

@@ -193,8 +193,12 @@ def _reorder_marks(cps, source, rows, ccc):
                                                                      tf.int64))
            * tf.cast(n + 1, tf.int64) + tf.cast(marks, tf.int64))
     order = tf.math.top_k(-key, tf.size(marks)).indices
-    moved = tf.gather(marks, order)
-    perm = tf.range(n) + tf.scatter_nd(marks[:, None], moved - marks, [n])
+    # The r-th mark's place takes the r-th mark in sorted order. Gathered, not
+    # scattered: LiteRT's ScatterNd divides by the output's size, and with no character
+    # left (n == 0: "", only control or zero-width characters) it kills the process.
+    moved = tf.concat([tf.gather(marks, order), [0]], axis=0)
+    rank = tf.cumsum(_i32(ccc > 0), exclusive=True)
+    perm = tf.where(ccc > 0, tf.gather(moved, rank), tf.range(n))
     return tf.gather(cps, perm), tf.gather(source, perm)
 
 
