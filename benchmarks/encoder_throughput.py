@@ -46,7 +46,7 @@ import time
 
 from machine import cpu_fields, cpu_flags
 
-from keras_bert.precision import PRECISIONS
+from keras_bert.core.precision import PRECISIONS
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -27,10 +27,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from keras_bert.preprocessing import BertPreprocessor  # noqa: E402
 from keras_bert.tasks.base import FeatureSettings, feature_dataset  # noqa: E402
 from keras_bert.tasks.registry import get_task  # noqa: E402
-from keras_bert.tokenization import BertTokenizer  # noqa: E402
+from keras_bert.text.packing import BertPreprocessor  # noqa: E402
+from keras_bert.text.tokenizer import BertTokenizer  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SST2 = os.path.join(HERE, "..", "..", "shared", "data", "glue", "SST-2", "train.tsv")

@@ -73,7 +73,7 @@ from importlib import metadata
 
 from machine import cpu_fields, cpu_flags
 
-from keras_bert.precision import PRECISIONS
+from keras_bert.core.precision import PRECISIONS
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -37,8 +37,8 @@ def _sentences(path: str, count: int) -> list[str]:
 def _ids(vocab: str, sentences: list[str], seq: int) -> list[dict]:
     import tensorflow as tf
 
-    from keras_bert.preprocessing import pack_inputs
-    from keras_bert.tokenization import BertTokenizer
+    from keras_bert.text.packing import pack_inputs
+    from keras_bert.text.tokenizer import BertTokenizer
 
     tok = BertTokenizer(vocab, lower_case=True)
     out = []

@@ -69,8 +69,8 @@ def main():
     from keras_bert.data.options import PretrainingDataOptions
     from keras_bert.data.pretraining import create_pretraining_data
     from keras_bert.data.tfrecords import pretraining_dataset
+    from keras_bert.text.vocab_learning import learn_vocab, write_vocab
     from keras_bert.training import Pretraining, PretrainingOptions, pretraining_losses
-    from keras_bert.vocab import learn_vocab, write_vocab
 
     out = args.output_dir
     os.makedirs(out, exist_ok=True)

@@ -46,7 +46,7 @@ import sys
 import tempfile
 import time
 
-from keras_bert.precision import PRECISIONS
+from keras_bert.core.precision import PRECISIONS
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -303,7 +303,7 @@ def loop_child(spe, shape, batch, steps, window, data, output_dir):
     progress bar (to this process's stderr); prints the rate per logging window."""
     import keras
 
-    from keras_bert.config import BertConfig
+    from keras_bert.model.config import BertConfig
     from keras_bert.training import Pretraining, PretrainingOptions
 
     marks = []

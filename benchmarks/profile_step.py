@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from keras_bert.precision import PRECISIONS
+from keras_bert.core.precision import PRECISIONS
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

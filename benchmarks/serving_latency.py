@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 
-from keras_bert.precision import PRECISIONS
+from keras_bert.core.precision import PRECISIONS
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -34,7 +34,7 @@ from machine import cpu_fields, cpu_flags  # noqa: E402
 from keras_bert.checkpoints import load_encoder  # noqa: E402
 from keras_bert.tasks.base import FeatureSettings, feature_dataset, length_order  # noqa: E402
 from keras_bert.tasks.registry import get_task  # noqa: E402
-from keras_bert.tokenization import BertTokenizer  # noqa: E402
+from keras_bert.text.tokenizer import BertTokenizer  # noqa: E402
 from keras_bert.training.optimization import create_optimizer  # noqa: E402
 from keras_bert.training.tracing import TraceClock, trace_predict_once  # noqa: E402
 

@@ -32,7 +32,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
-from keras_bert.tokenization import BertTokenizer  # noqa: E402
+from keras_bert.text.tokenizer import BertTokenizer  # noqa: E402
 
 DEFAULT_CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
                               "corpus", "docs-en.txt")

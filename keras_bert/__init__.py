@@ -24,14 +24,14 @@ keras_bert's classes in a `.keras` file once their module is loaded, so load a s
 model after naming its class or its module, e.g.:
 
     import keras
-    import keras_bert.models  # the encoder, its layers and the task models
+    import keras_bert.model.models  # the encoder, its layers and the task models
     model = keras.saving.load_model("classifier.keras")
 
-(`keras_bert.preprocessing` holds `BertPreprocessor`, `keras_bert.tasks.tagging` the
+(`keras_bert.text.packing` holds `BertPreprocessor`, `keras_bert.tasks.tagging` the
 feature-based tagger; `load_finetuned` loads a fine-tuning run directory.)
 """
 
-from keras_bert.lazy import lazy_exports
+from keras_bert.core.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -42,11 +42,11 @@ _EXPORTS = {
     "read_config": "keras_bert.checkpoints",
     "save_encoder": "keras_bert.checkpoints",
     "save_google_checkpoint": "keras_bert.checkpoints",
-    "CheckpointError": "keras_bert.errors",
-    "KerasBertError": "keras_bert.errors",
-    "UserInputError": "keras_bert.errors",
-    "PRESETS": "keras_bert.config",
-    "BertConfig": "keras_bert.config",
+    "CheckpointError": "keras_bert.core.errors",
+    "KerasBertError": "keras_bert.core.errors",
+    "UserInputError": "keras_bert.core.errors",
+    "PRESETS": "keras_bert.model.config",
+    "BertConfig": "keras_bert.model.config",
     "MaskedLmMasker": "keras_bert.data",
     "export_saved_model": "keras_bert.export",
     "load_export_source": "keras_bert.export",
@@ -54,32 +54,32 @@ _EXPORTS = {
     "PretrainingDataOptions": "keras_bert.data",
     "create_pretraining_data": "keras_bert.data",
     "pretraining_dataset": "keras_bert.data",
-    "BertEncoder": "keras_bert.encoder",
-    "BertClassifier": "keras_bert.models",
-    "BertFeatureExtractor": "keras_bert.models",
-    "BertMultipleChoice": "keras_bert.models",
-    "BertPretrainer": "keras_bert.models",
-    "BertSpanLabeler": "keras_bert.models",
-    "BertTokenClassifier": "keras_bert.models",
+    "BertEncoder": "keras_bert.model.encoder",
+    "BertClassifier": "keras_bert.model.models",
+    "BertFeatureExtractor": "keras_bert.model.models",
+    "BertMultipleChoice": "keras_bert.model.models",
+    "BertPretrainer": "keras_bert.model.models",
+    "BertSpanLabeler": "keras_bert.model.models",
+    "BertTokenClassifier": "keras_bert.model.models",
     "attention_maps": "keras_bert.plotting",
     "attention_summary": "keras_bert.plotting",
     "read_training_curves": "keras_bert.plotting",
-    "BertPreprocessor": "keras_bert.preprocessing",
-    "pack_inputs": "keras_bert.preprocessing",
-    "truncate_segments": "keras_bert.preprocessing",
-    "BertTokenizer": "keras_bert.tokenization",
-    "VocabularyWarning": "keras_bert.tokenization",
-    "basic_tokenize": "keras_bert.basic_tokenizer",
-    "load_vocab": "keras_bert.vocab_io",
+    "BertPreprocessor": "keras_bert.text.packing",
+    "pack_inputs": "keras_bert.text.packing",
+    "truncate_segments": "keras_bert.text.packing",
+    "BertTokenizer": "keras_bert.text.tokenizer",
+    "VocabularyWarning": "keras_bert.text.tokenizer",
+    "basic_tokenize": "keras_bert.text.basic_tokenizer",
+    "load_vocab": "keras_bert.text.vocab",
     "FinetuneOptions": "keras_bert.tasks.finetuning",
     "Finetuning": "keras_bert.tasks.finetuning",
     "load_finetuned": "keras_bert.tasks.finetuning",
     "Pretraining": "keras_bert.training",
     "PretrainingOptions": "keras_bert.training",
     "run_pretraining": "keras_bert.training",
-    "learn_vocab": "keras_bert.vocab",
-    "reserved_tokens": "keras_bert.vocab",
-    "write_vocab": "keras_bert.vocab",
+    "learn_vocab": "keras_bert.text.vocab_learning",
+    "reserved_tokens": "keras_bert.text.vocab_learning",
+    "write_vocab": "keras_bert.text.vocab_learning",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     # imports, 0.8 s). Imported here with the collector paused; the help and usage
     # errors above come before, without them.
     # SIGTERM while they load (seconds) ends the command as it would end its work.
-    from keras_bert.errors import Terminated
+    from keras_bert.core.errors import Terminated
     from keras_bert.pipelines.stopping import sigterm_stops
 
     collecting = gc.isenabled()

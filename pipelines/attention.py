@@ -31,7 +31,7 @@ import argparse
 import os
 import sys
 
-from keras_bert.errors import ArgumentError, InputNotFoundError
+from keras_bert.core.errors import ArgumentError, InputNotFoundError
 from keras_bert.pipelines.flags import (
     add_boolean,
     check_max_seq_length,
@@ -71,7 +71,7 @@ def _check_text(args) -> None:
 
 def _finetuned_encoder(path):
     """(encoder, vocab file, lower case) of a fine-tuned run directory."""
-    from keras_bert.encoder import BertEncoder
+    from keras_bert.model.encoder import BertEncoder
     from keras_bert.tasks.finetuning import load_finetuned
 
     run = load_finetuned(path)
@@ -96,7 +96,7 @@ def run(args) -> int:
         format_summary_table,
         write_attention_plots,
     )
-    from keras_bert.tokenization import BertTokenizer
+    from keras_bert.text.tokenizer import BertTokenizer
 
     # Everything is checked before any weights load (a fine-tuned model excepted: its
     # config is inside the saved model) and before anything is written.

@@ -34,8 +34,8 @@ import sys
 import time
 from functools import partial
 
+from keras_bert.core.errors import ArgumentError, OutputError
 from keras_bert.data.options import PretrainingDataOptions
-from keras_bert.errors import ArgumentError, OutputError
 from keras_bert.pipelines.flags import (
     add_boolean,
     library_logging,

@@ -6,7 +6,7 @@ baseline, export, serve. No network; about 8 minutes on 2 AVX2 CPU cores.
    (all its docstrings in source order), short modules joined with the next ones into
    documents of 40+ sentences, so that next-sentence pairs are half "random next" as in
    the paper (the balance is printed). 1 document in 10 is held out.
-2. a WordPiece vocab learned from it (`keras_bert.vocab`);
+2. a WordPiece vocab learned from it (`keras_bert.text.vocab_learning`);
 3. masked-LM / next-sentence TFRecords (`keras_bert.data.pretraining`; every pair
    fills the sequence: short_seq_prob 0, see
    `demo_stages.write_tfrecords`);
@@ -47,7 +47,7 @@ import json
 import os
 import time
 
-from keras_bert.io import write_json
+from keras_bert.core.fileio import write_json
 from keras_bert.pipelines.demo_job import (
     EXPORT_NAME,
     DemoJob,
@@ -117,7 +117,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     if len(settings.sources) < 2:
-        from keras_bert.errors import ArgumentError
+        from keras_bert.core.errors import ArgumentError
 
         raise ArgumentError("--sources needs two or more sources: the derived task tells "
                             "them apart.", field="sources")

@@ -16,7 +16,7 @@ import re
 import sys
 import sysconfig
 
-from keras_bert.io import atomic_write
+from keras_bert.core.fileio import atomic_write
 
 _SKIPPED_DIRECTORIES = {"site-packages", "dist-packages", "test", "tests", "idle_test",
                         "__pycache__"}

@@ -10,8 +10,8 @@ import json
 import os
 import time
 
-from keras_bert.errors import OutputError
-from keras_bert.io import write_json
+from keras_bert.core.errors import OutputError
+from keras_bert.core.fileio import write_json
 from keras_bert.pipelines.flags import emit, say
 
 DEFAULT_SOURCES = ("stdlib", "numpy", "tensorflow", "keras")

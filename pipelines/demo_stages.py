@@ -10,8 +10,8 @@ import json
 import os
 import shutil
 
-from keras_bert.errors import DataError
-from keras_bert.io import write_json
+from keras_bert.core.errors import DataError
+from keras_bert.core.fileio import write_json
 from keras_bert.pipelines.demo_corpus import (
     corpus_documents,
     is_held_out,
@@ -93,7 +93,7 @@ def learn_wordpiece_vocab(job: DemoJob) -> None:
     if os.path.exists(paths["vocab"]):
         say(f"  reusing {paths['vocab']}")
     else:
-        from keras_bert.vocab import learn_vocab, write_vocab
+        from keras_bert.text.vocab_learning import learn_vocab, write_vocab
 
         write_vocab(learn_vocab(paths["corpus"], settings.vocab_size, num_unused=10,
                                 min_count=2, progress=job.progress), paths["vocab"])
@@ -140,9 +140,9 @@ def pretrain(job: DemoJob):
     the random_init checkpoint that fine-tuning starts from)."""
     import keras
 
-    from keras_bert.config import BertConfig
-    from keras_bert.encoder import BertEncoder
-    from keras_bert.models import BertPretrainer
+    from keras_bert.model.config import BertConfig
+    from keras_bert.model.encoder import BertEncoder
+    from keras_bert.model.models import BertPretrainer
     from keras_bert.training import Pretraining, PretrainingOptions, pretraining_losses
 
     settings, paths = job.settings, job.paths
@@ -187,7 +187,7 @@ def evaluate_heldout(job: DemoJob, pretrained, untrained):
     settings, paths = job.settings, job.paths
     job.stages.start(5, "heldout", "Held-out masked-LM and next-sentence accuracy, "
                      "untrained -> pretrained, against trivial baselines")
-    from keras_bert.tokenization import BertTokenizer
+    from keras_bert.text.tokenizer import BertTokenizer
 
     tokenizer = BertTokenizer(paths["vocab"], lower_case=True)
     statistics = training_label_statistics(os.path.join(paths["train_data"], "*.tfrecord"),

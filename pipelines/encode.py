@@ -18,14 +18,14 @@ import sys
 
 import numpy as np
 
-from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
+from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError
+from keras_bert.core.precision import PRECISIONS
 from keras_bert.pipelines.flags import (
     add_boolean,
     positive_int,
     require_file,
     require_output_file,
 )
-from keras_bert.precision import PRECISIONS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -126,9 +126,9 @@ def run(args) -> int:
         load_encoder,
         read_config,
     )
-    from keras_bert.io import atomic_write
-    from keras_bert.preprocessing import BertPreprocessor
-    from keras_bert.tokenization import BertTokenizer
+    from keras_bert.core.fileio import atomic_write
+    from keras_bert.text.packing import BertPreprocessor
+    from keras_bert.text.tokenizer import BertTokenizer
 
     # Everything is checked before any weights load.
     sentences = _read_sentences(args)

@@ -34,7 +34,8 @@ import os
 import re
 import warnings
 
-from keras_bert.errors import ArgumentError, InputNotFoundError
+from keras_bert.core.errors import ArgumentError, InputNotFoundError
+from keras_bert.core.precision import PRECISIONS
 from keras_bert.pipelines.flags import (
     OUTPUT,
     add_boolean,
@@ -44,7 +45,6 @@ from keras_bert.pipelines.flags import (
     require_output_directory,
 )
 from keras_bert.pipelines.stopping import native_logs_hidden, sigterm_stops
-from keras_bert.precision import PRECISIONS
 
 # --format -> (what it writes, the flags that only the SavedModel takes: name -> the value
 # that means "not given").

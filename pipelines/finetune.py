@@ -36,7 +36,8 @@ import argparse
 import os
 import sys
 
-from keras_bert.errors import OutputError
+from keras_bert.core.errors import OutputError
+from keras_bert.core.precision import PRECISIONS
 from keras_bert.pipelines.finetune_flags import add_eval_batch_size, require_task_data
 from keras_bert.pipelines.flags import (
     EXIT_INTERRUPTED,
@@ -51,7 +52,6 @@ from keras_bert.pipelines.flags import (
     positive_int,
     probability,
 )
-from keras_bert.precision import PRECISIONS
 from keras_bert.tasks.finetuning import FinetuneOptions
 from keras_bert.tasks.registry import TASK_NAMES
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 from keras_bert.pipelines.flags import positive_int, require_directory
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.registry import TASK_NAMES

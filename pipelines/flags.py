@@ -29,8 +29,8 @@ import traceback
 import warnings
 from collections.abc import Callable
 
-from keras_bert.errors import ArgumentError, InputNotFoundError, OutputError, UserInputError
-from keras_bert.io import check_writable, is_remote, json_text
+from keras_bert.core.errors import ArgumentError, InputNotFoundError, OutputError, UserInputError
+from keras_bert.core.fileio import check_writable, is_remote, json_text
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -466,7 +466,7 @@ def _run(prog: str, run: Callable[[argparse.Namespace], int | None],
             if isinstance(value, str) and value:
                 _check_output(value, kind, f"--{dest}")
         return int(run(args) or EXIT_OK)
-    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (keras_bert.errors.Terminated)
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (keras_bert.core.errors.Terminated)
         name = getattr(e, "signal_name", "SIGINT")
         what = "interrupted" if name == "SIGINT" else f"terminated by {name}"
         print(("\n" if name == "SIGINT" else "") + f"{prog}: {what}", file=sys.stderr)

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from keras_bert.errors import DataError
+    from keras_bert.core.errors import DataError
     from keras_bert.tasks.finetuning import load_finetuned, predict_split
 
     require_directory(args.model, "--model")

@@ -22,7 +22,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from keras_bert.errors import ArgumentError, MismatchError
+from keras_bert.core.errors import ArgumentError, MismatchError
+from keras_bert.core.precision import TRAINING_PRECISIONS
 from keras_bert.pipelines.flags import (
     EXIT_TERMINATED,
     SIGNAL_EXIT_CODES,
@@ -36,7 +37,6 @@ from keras_bert.pipelines.flags import (
     positive_int,
     require_output_directory,
 )
-from keras_bert.precision import TRAINING_PRECISIONS
 from keras_bert.training.options import OPTIMIZERS, STRATEGIES, PretrainingOptions
 
 _DEFAULTS = PretrainingOptions()

@@ -3,7 +3,7 @@
 (`native_logs_hidden`).
 
 A command that runs inside `sigterm_stops` and is sent SIGTERM raises
-`keras_bert.errors.Terminated` (a KeyboardInterrupt) in its main thread: every cleanup
+`keras_bert.core.errors.Terminated` (a KeyboardInterrupt) in its main thread: every cleanup
 runs (temporaries, half-written outputs, TensorFlow's own temporary files at exit) and
 `flags.run_command` reports one line and exits 143, as it exits 130 on Ctrl-C.
 """
@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 
-from keras_bert.errors import Terminated
+from keras_bert.core.errors import Terminated
 
 
 @contextlib.contextmanager

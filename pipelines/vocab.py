@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from keras_bert.io import expand_patterns
+from keras_bert.core.fileio import expand_patterns
 from keras_bert.pipelines.flags import (
     add_boolean,
     nonnegative_int,
@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from keras_bert.vocab import learn_vocab, write_vocab
+    from keras_bert.text.vocab_learning import learn_vocab, write_vocab
 
     start = time.monotonic()
     # Checked before the corpus is read: minutes of counting must not end in an error.

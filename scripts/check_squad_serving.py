@@ -131,7 +131,7 @@ def main() -> None:
     gold = {q["id"]: q["answers"] for q in questions}
     from keras_bert.tasks.base import FeatureSettings  # noqa: F401  (package importable here)
     from keras_bert.tasks.squad import SquadExample, squad_features
-    from keras_bert.tokenization import BertTokenizer
+    from keras_bert.text.tokenizer import BertTokenizer
 
     tokenizer = BertTokenizer(os.path.join(run_dir, "vocab.txt"), lower_case=True)
     features = squad_features(

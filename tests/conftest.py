@@ -10,7 +10,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from keras_bert.config import BertConfig  # noqa: E402
+from keras_bert.model.config import BertConfig  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.path.join(os.path.dirname(REPO), "shared", "data")
@@ -65,7 +65,7 @@ def small_corpus(tmp_path_factory):
 def tokenizer():
     """A cased tokenizer over tests/data/tokenization/vocab_rich.txt (words, pieces and
     punctuation of the GLUE, SQuAD and CoNLL samples)."""
-    from keras_bert.tokenization import BertTokenizer
+    from keras_bert.text.tokenizer import BertTokenizer
 
     return BertTokenizer(os.path.join(TOKENIZATION_DATA, "vocab_rich.txt"), lower_case=False)
 

@@ -14,10 +14,10 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.config import BertConfig
+from keras_bert.model.config import BertConfig
 from keras_bert.tasks.finetuning import CONFIG_FILE, MODEL_FILE, FinetuneOptions
 from keras_bert.tasks.registry import get_task
-from keras_bert.tokenization import BertTokenizer, VocabularyWarning
+from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
 
 # The tokenizer test vocabulary (CJK, accents, punctuation) the export tests share.
 VOCAB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tokenization",

@@ -614,7 +614,7 @@ def test_finetune_with_mismatched_squad_answers_warns_and_counts(tmp_path, capsy
 
 
 def test_output_checks_leave_nothing_and_name_the_flag(tmp_path):
-    from keras_bert.errors import OutputError
+    from keras_bert.core.errors import OutputError
     from keras_bert.pipelines.flags import require_output_directory, require_output_file
 
     (tmp_path / "keep.txt").write_text("x")

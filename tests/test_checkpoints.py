@@ -17,7 +17,7 @@ from keras_bert.checkpoints import (
     save_encoder,
     save_google_checkpoint,
 )
-from keras_bert.models import BertPretrainer
+from keras_bert.model.models import BertPretrainer
 
 # --- Hugging Face parity on a real checkpoint --------------------------------------------
 
@@ -312,7 +312,7 @@ def test_a_vocab_of_the_right_size_but_not_the_models_is_refused(tmp_path):
     # Issue 13: a vocab of the checkpoint's size that is not its own gives wrong ids; the
     # vocab.txt beside the checkpoint tells them apart, line by line.
     from keras_bert.checkpoints import check_vocab_matches
-    from keras_bert.errors import MismatchError
+    from keras_bert.core.errors import MismatchError
 
     model = tmp_path / "model"
     model.mkdir()

@@ -51,8 +51,8 @@ def test_encode_matches_transformers_end_to_end():
     # and BertModel outputs for the same sentences.
     from keras_bert import load_encoder
     from keras_bert.pipelines.encode import embed
-    from keras_bert.preprocessing import BertPreprocessor
-    from keras_bert.tokenization import BertTokenizer
+    from keras_bert.text.packing import BertPreprocessor
+    from keras_bert.text.tokenizer import BertTokenizer
 
     path = minilm_path()
     ref = np.load(MINILM_REFERENCE)

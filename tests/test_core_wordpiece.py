@@ -19,9 +19,9 @@ import tensorflow_text as tf_text
 from tensorflow.core.protobuf import saved_model_pb2
 from tokenization_refs import DATA, INPUTS, comparable, ragged_ref
 
-from keras_bert.core_wordpiece import CoreWordpiece
-from keras_bert.errors import ArgumentError
-from keras_bert.tokenization import BertTokenizer, VocabularyWarning
+from keras_bert.core.errors import ArgumentError
+from keras_bert.text.core_wordpiece import CoreWordpiece
+from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
 
 SPEC = [tf.TensorSpec([None], tf.string)]
 

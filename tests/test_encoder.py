@@ -5,7 +5,7 @@ import tensorflow as tf
 from conftest import random_batch
 
 from keras_bert import BertConfig, BertEncoder
-from keras_bert.layers import (
+from keras_bert.model.layers import (
     BertEmbeddings,
     BertPooler,
     BertSelfAttention,
@@ -147,7 +147,7 @@ def test_gelu_matches_its_formula_eager_and_in_graphs(name):
     # tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in float64 numpy.
     import math
 
-    from keras_bert.layers import get_activation
+    from keras_bert.model.layers import get_activation
 
     x = np.linspace(-8, 8, 2001)
     if name == "gelu":

@@ -34,9 +34,9 @@ from export_support import (
 from keras_bert import BertEncoder
 from keras_bert.checkpoints import save_encoder
 from keras_bert.cli import main
-from keras_bert.preprocessing import pack_inputs
 from keras_bert.tasks.finetuning import CONFIG_FILE
-from keras_bert.tokenization import BertTokenizer
+from keras_bert.text.packing import pack_inputs
+from keras_bert.text.tokenizer import BertTokenizer
 
 SEQ = 24
 NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]

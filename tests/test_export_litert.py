@@ -40,7 +40,7 @@ from tokenization_refs import ALL_TEXTS, INVALID_UTF8
 from keras_bert import BertEncoder
 from keras_bert.checkpoints import save_encoder
 from keras_bert.cli import main
-from keras_bert.errors import ArgumentError, KerasBertError
+from keras_bert.core.errors import ArgumentError, KerasBertError
 from keras_bert.export import (
     LITERT_TEXT_OPS,
     LiteRTModel,
@@ -51,7 +51,7 @@ from keras_bert.export import (
     load_interpreter,
 )
 from keras_bert.export.signatures import ServingModule
-from keras_bert.preprocessing import pack_inputs
+from keras_bert.text.packing import pack_inputs
 
 SEQ = 24
 NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]

@@ -29,13 +29,13 @@ from conftest import REPO  # noqa: E402
 from export_support import keras_outputs  # noqa: E402
 
 from keras_bert import BertConfig, BertEncoder  # noqa: E402
-from keras_bert.errors import ArgumentError, OutputExistsError  # noqa: E402
+from keras_bert.core.errors import ArgumentError, OutputExistsError  # noqa: E402
+from keras_bert.core.fileio import file_sha256  # noqa: E402
 from keras_bert.export import export_saved_model  # noqa: E402
 from keras_bert.export import onnx as onnx_export  # noqa: E402
 from keras_bert.export.source import ExportSource  # noqa: E402
-from keras_bert.io import file_sha256  # noqa: E402
 from keras_bert.tasks.registry import get_task  # noqa: E402
-from keras_bert.tokenization import BertTokenizer, VocabularyWarning  # noqa: E402
+from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning  # noqa: E402
 
 VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
 SEQ = 24

@@ -22,9 +22,10 @@ import time
 import pytest
 from export_support import VOCAB, finetuned_run, rich_tokenizer, tiny_config
 
-from keras_bert import BertEncoder, io
+from keras_bert import BertEncoder
 from keras_bert.cli import main
-from keras_bert.errors import OutputExistsError
+from keras_bert.core import fileio
+from keras_bert.core.errors import OutputExistsError
 from keras_bert.export.versions import claim_version, remove_dead_temporaries
 from keras_bert.pipelines import flags
 
@@ -53,7 +54,7 @@ def _wait_for_temporary(model_dir, process, timeout=120):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if os.path.isdir(model_dir):
-            names = [n for n in os.listdir(model_dir) if io.is_temporary(n)]
+            names = [n for n in os.listdir(model_dir) if fileio.is_temporary(n)]
             if names:
                 return names[0]
         assert process.poll() is None, process.communicate()
@@ -157,7 +158,7 @@ def test_two_exports_at_once_end_with_distinct_versions(run_dir, tmp_path):
     model_dir = out / "run_sst2"
     assert sorted(os.listdir(model_dir)) == ["1", "2"]
     for version in (1, 2):
-        card = io.read_json(model_dir / str(version) / "assets.extra" / "keras_bert.json")
+        card = fileio.read_json(model_dir / str(version) / "assets.extra" / "keras_bert.json")
         assert card["version"] == version
 
 
@@ -248,7 +249,7 @@ def test_every_json_writer_writes_strict_json(tmp_path, capsys):
     record = {"pearson": float("nan"), "loss": np.float32("inf"), "history": [
         {"spearman": float("-inf"), "step": np.int64(3)}]}
     path = tmp_path / "finetune_config.json"
-    io.write_json(path, record)
+    fileio.write_json(path, record)
     data = _strict_loads(path.read_text())
     assert data["pearson"] is None and data["pearson_null_reason"] == "not a number"
     assert data["loss"] is None and data["history"] == [

@@ -20,11 +20,11 @@ from training_support import write_config, write_pretraining_records, write_voca
 from keras_bert import BertEncoder
 from keras_bert.checkpoints import load_encoder, load_pretrainer, save_encoder
 from keras_bert.cli import main
-from keras_bert.errors import ArgumentError, DataError, MismatchError
+from keras_bert.core.errors import ArgumentError, DataError, MismatchError
 from keras_bert.export import load_export_source
-from keras_bert.preprocessing import pack_inputs
 from keras_bert.tasks.finetuning import load_finetuned
-from keras_bert.tokenization import BertTokenizer
+from keras_bert.text.packing import pack_inputs
+from keras_bert.text.tokenizer import BertTokenizer
 
 TEXTS = ["Hello, World! This is BERT.", "Café naïve résumé — ÅNGSTRÖM Straße",
          "北京欢迎你。東京タワー", "don't stop-believing... (really?!)", ""]

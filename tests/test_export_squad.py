@@ -22,10 +22,10 @@ from keras_bert import BertConfig, BertEncoder
 from keras_bert.export import ExportSource
 from keras_bert.export.question_answering import BLANK_PATTERN
 from keras_bert.export.signatures import ServingModule
-from keras_bert.models import BertSpanLabeler
+from keras_bert.model.models import BertSpanLabeler
 from keras_bert.tasks.base import FeatureSettings
 from keras_bert.tasks.squad import SquadExample, decode_squad, squad_features
-from keras_bert.tokenization import BertTokenizer, VocabularyWarning
+from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
 
 VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
 SETTINGS = FeatureSettings(max_seq_length=24, max_query_length=6, max_answer_length=5,

@@ -28,7 +28,7 @@ from keras_bert.cli import main
 from keras_bert.export.word_labels import split_words, whitespace_code_points
 from keras_bert.tasks.finetuning import CONFIG_FILE, MODEL_FILE, FinetuneOptions
 from keras_bert.tasks.registry import get_task
-from keras_bert.tokenization import BertTokenizer, VocabularyWarning
+from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
 
 VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]

@@ -11,8 +11,8 @@ import stat
 import pytest
 from conftest import REPO
 
-from keras_bert import io
 from keras_bert.cli import main
+from keras_bert.core import fileio
 
 STSB = os.path.join(REPO, "tests", "data", "tasks", "glue", "STS-B")
 VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
@@ -67,9 +67,9 @@ def test_atomic_directory_gets_the_mode_of_makedirs(tmp_path, mask, mode):
         open(os.path.join(directory, "inner", "a"), "w").close()
 
     with umask(mask):
-        io.atomic_directory(target, write)
+        fileio.atomic_directory(target, write)
         assert _directory_modes(target) == {".": mode, "inner": mode}
-        io.atomic_directory(target, write, overwrite=True)  # replacing keeps to the umask
+        fileio.atomic_directory(target, write, overwrite=True)  # replacing keeps to the umask
         assert _directory_modes(target) == {".": mode, "inner": mode}
     assert os.listdir(tmp_path) == ["out"]  # no temporary left beside it
 

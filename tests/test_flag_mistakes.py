@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO
 
 from keras_bert.cli import build_parser, main
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 from keras_bert.pipelines.flags import check_max_seq_length
 
 VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")

@@ -10,24 +10,30 @@ import os
 import pytest
 from conftest import REPO
 
-# Stages in order; a module's stage is the first entry that is a prefix of its name.
-STAGES = [
-    ("bottom", ["keras_bert.errors", "keras_bert.io", "keras_bert.options", "keras_bert.lazy"]),
-    ("config", ["keras_bert.config", "keras_bert.precision", "keras_bert.metrics"]),
-    ("text", ["keras_bert.unicode_tables", "keras_bert.basic_tokenizer", "keras_bert.vocab_io",
-              "keras_bert.core_wordpiece", "keras_bert.tokenization", "keras_bert.vocab",
-              "keras_bert.preprocessing"]),
-    ("instances", ["keras_bert.data"]),
-    ("layers", ["keras_bert.layers"]),
-    ("encoder", ["keras_bert.encoder"]),
-    ("models", ["keras_bert.losses", "keras_bert.models"]),
-    ("checkpoints", ["keras_bert.checkpoints"]),
-    ("training", ["keras_bert.training"]),
-    ("tasks", ["keras_bert.tasks", "keras_bert.postprocessing"]),
-    ("serving", ["keras_bert.export", "keras_bert.plotting"]),
-    ("pipelines", ["keras_bert.pipelines"]),
-    ("cli", ["keras_bert.cli", "keras_bert.__main__"]),
-]
+# The stages in the order data flows, each a folder of keras_bert/ (pipelines/ installs as
+# keras_bert.pipelines); export and plotting are one stage. Only the facade, `__main__`
+# and `cli` sit at the top of the package (the last stage).
+STAGE_ORDER = [["core"], ["text"], ["metrics"], ["data"], ["model"], ["checkpoints"],
+               ["training"], ["tasks"], ["export", "plotting"], ["pipelines"]]
+TOP_MODULES = {"__init__.py", "__main__.py", "cli.py"}
+
+
+def _stages() -> list[tuple[str, list[str]]]:
+    """`STAGE_ORDER` checked against the folders on disk: every package folder of
+    keras_bert/ is in exactly one stage."""
+    root = os.path.join(REPO, "keras_bert")
+    folders = {n for n in os.listdir(root)
+               if os.path.isfile(os.path.join(root, n, "__init__.py"))}
+    ordered = [f for stage in STAGE_ORDER for f in stage if f != "pipelines"]
+    assert folders == set(ordered), (
+        f"keras_bert/ folders {sorted(folders ^ set(ordered))} are not both on disk and in "
+        "STAGE_ORDER of tests/test_import_layers.py; put each where it belongs in the data "
+        "flow")
+    return ([("+".join(stage), [f"keras_bert.{f}" for f in stage]) for stage in STAGE_ORDER]
+            + [("cli", ["keras_bert.cli", "keras_bert.__main__"])])
+
+
+STAGES = _stages()
 # The package facade imports lazily by name (`keras_bert.__getattr__`), not by statement.
 FACADE = "keras_bert"
 
@@ -105,6 +111,13 @@ def _imports(module: str, path: str) -> list[tuple[str, int]]:
 GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
 
 
+def test_only_the_facade_the_command_and_main_sit_at_the_top():
+    root = os.path.join(REPO, "keras_bert")
+    loose = {n for n in os.listdir(root) if n.endswith(".py")}
+    assert loose <= TOP_MODULES, (f"{sorted(loose - TOP_MODULES)} at the top of keras_bert/: "
+                                  "put each module in the folder of its stage")
+
+
 def test_every_module_has_a_stage():
     for module in MODULES:
         if module != FACADE:
@@ -158,9 +171,9 @@ def test_the_checker_sees_lazy_and_relative_imports(tmp_path):
     # relative import must both be found.
     source = tmp_path / "m.py"
     source.write_text("def f():\n    from keras_bert.cli import main\n"
-                      "from ..io import write_json\n")
+                      "from ..core.fileio import write_json\n")
     found = {t for t, _ in _imports("keras_bert.data.m", str(source))}
-    assert found == {"keras_bert.cli", "keras_bert.io"}
+    assert found == {"keras_bert.cli", "keras_bert.core.fileio"}
 
 
 def test_only_the_beam_runner_imports_the_beam_module():

@@ -15,7 +15,7 @@ wrong thing). Where they are used:
   `tf.__internal__.distribute.interim.maybe_merge_call`; `Lamb` overrides
   `_apply_weight_decay` and `update_step` and reads `_use_weight_decay`,
   `_get_variable_index`, `_momentums` and `_velocities`.
-- keras_bert/preprocessing.py: `BertPreprocessor` sets the layer attributes
+- keras_bert/text/packing.py: `BertPreprocessor` sets the layer attributes
   `_convert_input_args` and `_allow_non_tensor_positional_args`.
 """
 
@@ -231,13 +231,13 @@ def test_lamb_overrides_take_effect(monkeypatch):
     np.testing.assert_allclose(bias.numpy(), [2.9, 3.9], atol=1e-4)
 
 
-# --- keras_bert/preprocessing.py ------------------------------------------------------
+# --- keras_bert/text/packing.py ------------------------------------------------------
 
 
 def test_layer_input_conversion_flags():
     layer = keras.layers.Layer()
     for name in ("_convert_input_args", "_allow_non_tensor_positional_args"):
-        require_hook(layer, name, used_by="keras_bert/preprocessing.py (BertPreprocessor)")
+        require_hook(layer, name, used_by="keras_bert/text/packing.py (BertPreprocessor)")
 
     class Strings(keras.layers.Layer):
         def __init__(self):

@@ -1,4 +1,4 @@
-"""keras_bert.layers: every layer through the harness (shapes, weights, config, gradients,
+"""keras_bert.model.layers: every layer through the harness (shapes, weights, config, gradients,
 seeded determinism, mixed_bfloat16), then what each layer must compute."""
 
 import keras
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from harness import run_layer_test
 
-from keras_bert.layers import (
+from keras_bert.model.layers import (
     BertEmbeddings,
     BertPooler,
     BertSelfAttention,
@@ -15,7 +15,7 @@ from keras_bert.layers import (
     attention_bias,
     gather_positions,
 )
-from keras_bert.layers.dropout import BertDropout
+from keras_bert.model.layers.dropout import BertDropout
 
 BATCH, SEQ, WIDTH, VOCAB = 2, 6, 16, 30
 
@@ -70,7 +70,7 @@ def test_layer_harness(kind):
 
 def test_preprocessor_goes_through_the_harness(tokenizer):
     # Strings in, int32 ids out: no weights, so no gradient or precision check.
-    from keras_bert.preprocessing import BertPreprocessor
+    from keras_bert.text.packing import BertPreprocessor
 
     texts = np.array(["Anna visited Oslo.", "The cat sat on the mat, twice."])
     layer = run_layer_test(BertPreprocessor, {"tokenizer": tokenizer, "seq_length": 8}, texts,
@@ -83,10 +83,10 @@ def test_preprocessor_goes_through_the_harness(tokenizer):
 
 
 def test_every_public_layer_goes_through_the_harness():
-    import keras_bert.layers
+    import keras_bert.model.layers
 
-    public = {name for name in keras_bert.layers.__all__
-              if isinstance(getattr(keras_bert.layers, name), type)}
+    public = {name for name in keras_bert.model.layers.__all__
+              if isinstance(getattr(keras_bert.model.layers, name), type)}
     assert public == set(CASES)
 
 

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 from keras_bert.metrics import (
     accuracy,
     f1_score,

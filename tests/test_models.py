@@ -5,7 +5,7 @@ from conftest import random_batch
 from harness import run_layer_test
 
 from keras_bert import BertEncoder
-from keras_bert.models import (
+from keras_bert.model.models import (
     BertClassifier,
     BertFeatureExtractor,
     BertMultipleChoice,
@@ -13,7 +13,7 @@ from keras_bert.models import (
     BertSpanLabeler,
     BertTokenClassifier,
 )
-from keras_bert.postprocessing import best_span
+from keras_bert.tasks.squad import best_span
 from keras_bert.tasks.tagging_models import BertFeatureBasedTagger, BertNerTagger
 
 
@@ -291,10 +291,10 @@ def test_model_harness(kind, tiny_config):
 
 
 def test_every_public_model_goes_through_the_harness(tiny_config):
-    import keras_bert.models
+    import keras_bert.model.models
     import keras_bert.tasks.tagging_models
 
-    public = {name for module in (keras_bert.models, keras_bert.tasks.tagging_models)
+    public = {name for module in (keras_bert.model.models, keras_bert.tasks.tagging_models)
               for name, value in vars(module).items()
               if isinstance(value, type) and issubclass(value, keras.Model)
               and value.__module__ == module.__name__

@@ -26,8 +26,8 @@ def test_import_loads_nothing_heavy_whatever_argv_holds(argv):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["at_import"] == ["keras_bert.lazy"]  # the facade's loader, nothing else
-    assert result["vocab"] == 10 and result["config_module"] == "keras_bert.config"
+    assert result["at_import"] == ["keras_bert.core.lazy"]  # the facade's loader, nothing else
+    assert result["vocab"] == 10 and result["config_module"] == "keras_bert.model.config"
 
 
 def test_unknown_names_are_attribute_errors():

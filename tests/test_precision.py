@@ -41,8 +41,8 @@ def test_mixed_bfloat16_encoder_stays_close_to_float32():
     import tensorflow as tf
 
     from keras_bert.checkpoints import load_encoder
-    from keras_bert.preprocessing import BertPreprocessor
-    from keras_bert.tokenization import BertTokenizer
+    from keras_bert.text.packing import BertPreprocessor
+    from keras_bert.text.tokenizer import BertTokenizer
 
     model = minilm_path()
     preprocessor = BertPreprocessor(BertTokenizer(os.path.join(model, "vocab.txt")),
@@ -90,7 +90,7 @@ def test_mixed_bfloat16_pretraining_converges_like_float32(tmp_path):
 
 
 def test_bfloat16_on_a_cpu_without_native_instructions_says_so_in_one_line(monkeypatch):
-    import keras_bert.precision as precision
+    import keras_bert.core.precision as precision
 
     monkeypatch.setattr(precision, "cpu_bfloat16_instructions", lambda: ())
     note = precision.bfloat16_cpu_note("mixed_bfloat16")

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_bert.preprocessing import BertPreprocessor, pack_inputs, truncate_segments
-from keras_bert.tokenization import BertTokenizer, VocabularyWarning
+from keras_bert.text.packing import BertPreprocessor, pack_inputs, truncate_segments
+from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "tokenization")
 GLUE_RTE = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "glue",

@@ -1,7 +1,7 @@
 """Ordinary mistakes and interruptions around pretraining: vocabs that do not belong to
 the data or checkpoint, a run directory reused with other settings, Ctrl-C, failed starts
 that must leave nothing behind, truncated TFRecords and malformed configs. Each is an
-error of `keras_bert.errors` naming the fields and files involved (the CLI prints it as
+error of `keras_bert.core.errors` naming the fields and files involved (the CLI prints it as
 one line and exits 2), raised before anything is written."""
 
 import json
@@ -24,9 +24,10 @@ from training_support import (
     write_vocab,
 )
 
-from keras_bert import BertConfig, BertEncoder, BertPretrainer, io
+from keras_bert import BertConfig, BertEncoder, BertPretrainer
 from keras_bert.checkpoints import save_google_checkpoint
-from keras_bert.errors import (
+from keras_bert.core import fileio
+from keras_bert.core.errors import (
     ArgumentError,
     CheckpointError,
     DataError,
@@ -60,8 +61,8 @@ def data_with_sidecar(directory, vocab=None, size=None, vocab_size=64):
     """Pretraining records plus the sidecar `create-pretraining-data` writes beside them,
     recording `vocab` (its checksum and size)."""
     pattern = write_pretraining_records(str(directory), num_examples=32, vocab_size=vocab_size)
-    record = {"sha256": io.file_sha256(vocab), "size": size or len(open(vocab).readlines())}
-    io.write_json(os.path.join(directory, "pretraining_data.json"),
+    record = {"sha256": fileio.file_sha256(vocab), "size": size or len(open(vocab).readlines())}
+    fileio.write_json(os.path.join(directory, "pretraining_data.json"),
                   {"settings": {"max_seq_length": 16}, "vocab": record})
     return pattern
 
@@ -102,7 +103,7 @@ def test_vocab_file_of_other_data_names_both_files(tmp_path):
                                   tmp_path / "run", tiny(), vocab_file=other)
     message = str(error)
     assert str(tmp_path / "data" / "pretraining_data.json") in message and other in message
-    assert io.file_sha256(vocab)[:12] in message and io.file_sha256(other)[:12] in message
+    assert fileio.file_sha256(vocab)[:12] in message and fileio.file_sha256(other)[:12] in message
 
 
 def test_data_of_another_vocab_size_than_the_init_checkpoint(tmp_path):

@@ -35,6 +35,8 @@ from conftest import (
     shard_bytes,
 )
 
+from keras_bert.core.errors import OutputError
+from keras_bert.core.fileio import is_temporary
 from keras_bert.data import (
     MaskedLmMasker,
     PretrainingDataOptions,
@@ -49,9 +51,7 @@ from keras_bert.data import (
 )
 from keras_bert.data.shards import ShardWriter
 from keras_bert.data.workers import _build_shard_in_worker, _init_worker
-from keras_bert.errors import OutputError
-from keras_bert.io import is_temporary
-from keras_bert.tokenization import BertTokenizer
+from keras_bert.text.tokenizer import BertTokenizer
 
 SHARED_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus" / "docs-en.txt"
 CONTINUES = np.array([t.startswith("##") for t in VOCAB])

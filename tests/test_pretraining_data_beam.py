@@ -125,8 +125,8 @@ def test_the_direct_runner_writes_the_local_paths_instances(corpus, vocab_file, 
 def test_a_beam_rerun_keeps_the_shards_and_refuses_other_settings(corpus, vocab_file,
                                                                   local_run, tmp_path):
     pytest.importorskip("apache_beam")
+    from keras_bert.core.errors import OutputError
     from keras_bert.data import beam as beam_lib
-    from keras_bert.errors import OutputError
 
     out = tmp_path / "out"
     first = beam_lib.create_pretraining_data_beam(corpus, str(out), vocab_file, OPTIONS)

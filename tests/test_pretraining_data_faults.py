@@ -1,7 +1,7 @@
 """Pretraining data on bad input and interruptions (issue 13): worker processes die with
 their parent, stale temporaries are cleared, next sentence prediction never labels a
 segment of the same document "random next", and every bad argument, input or output
-directory is a typed error (keras_bert.errors) before any work, naming what was wrong.
+directory is a typed error (keras_bert.core.errors) before any work, naming what was wrong.
 
 The corpus and vocab come from conftest.py's generators.
 """
@@ -25,6 +25,14 @@ import pytest
 import tensorflow as tf
 from conftest import MAX_PRED, MAX_SEQ, REPO, make_corpus, read_records, shard_bytes
 
+from keras_bert.core.errors import (
+    ArgumentError,
+    DataError,
+    InputNotFoundError,
+    OutputError,
+    UserInputError,
+)
+from keras_bert.core.fileio import is_temporary
 from keras_bert.data import (
     PretrainingDataOptions,
     create_instances,
@@ -32,14 +40,6 @@ from keras_bert.data import (
     create_pretraining_data,
     pretraining_dataset,
 )
-from keras_bert.errors import (
-    ArgumentError,
-    DataError,
-    InputNotFoundError,
-    OutputError,
-    UserInputError,
-)
-from keras_bert.io import is_temporary
 
 CLS, SEP = 2, 3
 

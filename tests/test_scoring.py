@@ -4,8 +4,8 @@ place, whatever the batch size, and the predict step traced once."""
 import numpy as np
 import pytest
 
-from keras_bert.config import BertConfig
-from keras_bert.encoder import BertEncoder
+from keras_bert.model.config import BertConfig
+from keras_bert.model.encoder import BertEncoder
 from keras_bert.tasks.base import Features, FeatureSettings, feature_dataset, length_order
 from keras_bert.tasks.finetuning.scoring import predict_split
 from keras_bert.tasks.glue import GlueExample

@@ -8,7 +8,7 @@ from conftest import random_batch
 from harness import run_serialization_test, sublayer_policies
 
 from keras_bert import BertEncoder
-from keras_bert.layers import (
+from keras_bert.model.layers import (
     BertEmbeddings,
     BertPooler,
     BertSelfAttention,
@@ -16,7 +16,7 @@ from keras_bert.layers import (
     TransformerBlock,
     attention_bias,
 )
-from keras_bert.models import (
+from keras_bert.model.models import (
     BertClassifier,
     BertFeatureExtractor,
     BertMultipleChoice,
@@ -95,11 +95,11 @@ LAYERS = ["BertEmbeddings", "BertSelfAttention", "TransformerBlock", "BertPooler
 
 
 def test_every_public_layer_is_covered():
-    import keras_bert.layers
+    import keras_bert.model.layers
 
-    public = {name for name in keras_bert.layers.__all__
-              if isinstance(getattr(keras_bert.layers, name), type)
-              and issubclass(getattr(keras_bert.layers, name), keras.layers.Layer)}
+    public = {name for name in keras_bert.model.layers.__all__
+              if isinstance(getattr(keras_bert.model.layers, name), type)
+              and issubclass(getattr(keras_bert.model.layers, name), keras.layers.Layer)}
     assert public == set(LAYERS)
 
 
@@ -142,11 +142,11 @@ MODELS = {
 
 
 def test_every_model_is_covered():
-    import keras_bert.models
+    import keras_bert.model.models
 
-    public = {name for name, value in vars(keras_bert.models).items()
+    public = {name for name, value in vars(keras_bert.model.models).items()
               if not name.startswith("_") and isinstance(value, type)
-              and issubclass(value, keras.Model) and value.__module__ == "keras_bert.models"
+              and issubclass(value, keras.Model) and value.__module__ == "keras_bert.model.models"
               and keras.saving.get_registered_name(value).startswith("keras_bert>")}
     assert public | {"BertEncoder"} == {name.split("(")[0] for name in MODELS}
 

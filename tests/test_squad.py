@@ -10,7 +10,7 @@ import tensorflow as tf
 from conftest import SHARED_DATA, minilm_path
 
 from keras_bert import BertConfig, BertEncoder, BertTokenizer
-from keras_bert.errors import ArgumentError, DataError
+from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.tasks.base import FeatureSettings, feature_dataset
 from keras_bert.tasks.squad import (
     SQUAD_TASKS,
@@ -395,9 +395,6 @@ def test_task_interface(tmp_path):
     with pytest.raises(ArgumentError):
         task.split_path("/d", "test")
     assert SquadTask.from_config(task.config()).null_score_diff_threshold == -1.5
-    import keras_bert.postprocessing
-    import keras_bert.tasks.squad
-    assert keras_bert.postprocessing.best_span is keras_bert.tasks.squad.best_span
     # v1.1 writes no null_odds.json.
     p = SquadPrediction("q1", "a", "a", None, (NbestEntry("a", 1.0, 2.0, 3.0, 0, 1),))
     SquadTask("squad1").write_predictions([example("q1", "who", "a b", "a")], [p],

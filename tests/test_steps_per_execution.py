@@ -12,7 +12,7 @@ import tensorflow as tf
 from training_support import tiny_config_dict, write_pretraining_records
 
 from keras_bert import BertConfig
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 from keras_bert.training import Pretraining, PretrainingOptions
 from keras_bert.training.pretraining import (
     CPU_GPU_STEPS_PER_EXECUTION_CAP,

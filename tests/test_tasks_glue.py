@@ -6,8 +6,8 @@ import pytest
 from conftest import REPO, SHARED_DATA
 
 from keras_bert import BertConfig, BertEncoder, BertTokenizer
-from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
-from keras_bert.models import BertClassifier
+from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError
+from keras_bert.model.models import BertClassifier
 from keras_bert.tasks.base import FeatureSettings, feature_dataset, truncation_report
 from keras_bert.tasks.glue import GLUE_TASKS, GlueTask
 

@@ -7,8 +7,8 @@ import pytest
 from conftest import REPO
 
 from keras_bert import BertConfig, BertEncoder
-from keras_bert.errors import ArgumentError, DataError
-from keras_bert.models import BertMultipleChoice
+from keras_bert.core.errors import ArgumentError, DataError
+from keras_bert.model.models import BertMultipleChoice
 from keras_bert.tasks.base import FeatureSettings, feature_dataset
 from keras_bert.tasks.multiple_choice import SwagExample, SwagTask
 

@@ -6,7 +6,7 @@ import pytest
 from conftest import REPO
 
 from keras_bert import BertConfig, BertEncoder, BertTokenizer
-from keras_bert.errors import ArgumentError, DataError
+from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.tasks.base import FeatureSettings, feature_dataset, truncation_report
 from keras_bert.tasks.tagging import NerExample, NerTask
 from keras_bert.tasks.tagging_models import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger

@@ -18,7 +18,7 @@ tfds = pytest.importorskip("tensorflow_datasets", reason="tensorflow-datasets no
 
 import tensorflow as tf  # noqa: E402
 
-from keras_bert.errors import (  # noqa: E402
+from keras_bert.core.errors import (  # noqa: E402
     ArgumentError,
     DataError,
     InputNotFoundError,

@@ -26,10 +26,10 @@ from tokenization_refs import (
     ragged_ref,
 )
 
-from keras_bert.basic_tokenizer import basic_tokenize
-from keras_bert.errors import InputNotFoundError, VocabError
-from keras_bert.tokenization import BertTokenizer, VocabularyWarning
-from keras_bert.vocab_io import load_vocab
+from keras_bert.core.errors import InputNotFoundError, VocabError
+from keras_bert.text.basic_tokenizer import basic_tokenize
+from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
+from keras_bert.text.vocab import load_vocab
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "tokenization")
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

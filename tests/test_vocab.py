@@ -1,4 +1,4 @@
-"""Vocabulary learning (keras_bert.vocab) and the `keras-bert vocab` command."""
+"""Vocabulary learning (keras_bert.text.vocab_learning) and the `keras-bert vocab` command."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 
 from keras_bert.cli import main
-from keras_bert.errors import ArgumentError, DataError, InputNotFoundError, VocabError
-from keras_bert.tokenization import BertTokenizer
-from keras_bert.vocab import learn_vocab, reserved_tokens, write_vocab
-from keras_bert.vocab_io import load_vocab
+from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError, VocabError
+from keras_bert.text.tokenizer import BertTokenizer
+from keras_bert.text.vocab import load_vocab
+from keras_bert.text.vocab_learning import learn_vocab, reserved_tokens, write_vocab
 
 CORPUS = """The quick brown fox jumps over the lazy dog.
 A quick movement of the enemy will jeopardize six gunboats!

@@ -31,7 +31,7 @@ from keras_bert.checkpoints.vocab import (
     checkpoint_lower_case,
     checkpoint_vocab,
 )
-from keras_bert.errors import CheckpointError
+from keras_bert.core.errors import CheckpointError
 
 __all__ = [
     "GOOGLE_CKPT", "GOOGLE_CONFIG", "KERAS_BERT_CONFIG", "KERAS_BERT_WEIGHTS",

@@ -8,10 +8,10 @@ import os
 
 from keras_bert.checkpoints.matching import NamedCheckpoint, unreadable
 from keras_bert.checkpoints.names import encoder_slots, pretrainer_head_slots
-from keras_bert.config import BertConfig
-from keras_bert.encoder import BertEncoder
-from keras_bert.errors import InputNotFoundError
-from keras_bert.io import atomic_directory, json_text
+from keras_bert.core.errors import InputNotFoundError
+from keras_bert.core.fileio import atomic_directory, json_text
+from keras_bert.model.config import BertConfig
+from keras_bert.model.encoder import BertEncoder
 
 GOOGLE_CONFIG = "bert_config.json"
 GOOGLE_CKPT = "bert_model.ckpt"
@@ -48,7 +48,7 @@ def save_google_checkpoint(model, directory: str | os.PathLike) -> str:
     """
     import tensorflow as tf
 
-    from keras_bert.models import BertPretrainer
+    from keras_bert.model.models import BertPretrainer
 
     if isinstance(model, BertPretrainer):
         encoder, slots = model.encoder, encoder_slots(model.encoder) + pretrainer_head_slots(model)

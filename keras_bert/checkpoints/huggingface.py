@@ -10,8 +10,8 @@ import numpy as np
 
 from keras_bert.checkpoints.matching import NamedCheckpoint, unreadable
 from keras_bert.checkpoints.names import google_to_hf_name
-from keras_bert.config import BertConfig
-from keras_bert.errors import InputNotFoundError
+from keras_bert.core.errors import InputNotFoundError
+from keras_bert.model.config import BertConfig
 
 HF_CONFIG = "config.json"
 HF_WEIGHTS = "model.safetensors"

@@ -31,9 +31,9 @@ from keras_bert.checkpoints.native import (
     native_config,
     training_checkpoint_config,
 )
-from keras_bert.config import BertConfig
-from keras_bert.encoder import BertEncoder
-from keras_bert.errors import CheckpointError, InputNotFoundError
+from keras_bert.core.errors import CheckpointError, InputNotFoundError
+from keras_bert.model.config import BertConfig
+from keras_bert.model.encoder import BertEncoder
 
 # An export's model card, VERSION/assets.extra/MODEL_CARD (written by keras_bert.export).
 MODEL_CARD = "keras_bert.json"
@@ -267,7 +267,7 @@ def load_pretrainer(path: str | os.PathLike, dtype=None):
     pretrain` (`RUN/checkpoints/ckpt-STEP`, `RUN/checkpoints` for its newest). A
     checkpoint without an NSP head gives a pretrainer with `next_sentence=False`; one
     without an MLM head is an error."""
-    from keras_bert.models import BertPretrainer
+    from keras_bert.model.models import BertPretrainer
 
     fmt, resolved = _detect(path)
     if fmt == "training":

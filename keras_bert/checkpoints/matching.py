@@ -17,8 +17,8 @@ from typing import NamedTuple
 import numpy as np
 
 from keras_bert.checkpoints.names import Slot
-from keras_bert.config import BertConfig
-from keras_bert.errors import CheckpointError
+from keras_bert.core.errors import CheckpointError
+from keras_bert.model.config import BertConfig
 
 logger = logging.getLogger("keras_bert")
 

@@ -17,9 +17,9 @@ import numpy as np
 from keras_bert.checkpoints.google import GOOGLE_CONFIG
 from keras_bert.checkpoints.matching import assign_slots, report_unused, unreadable
 from keras_bert.checkpoints.names import encoder_slots
-from keras_bert.config import BertConfig
-from keras_bert.encoder import BertEncoder
-from keras_bert.errors import CheckpointError
+from keras_bert.core.errors import CheckpointError
+from keras_bert.model.config import BertConfig
+from keras_bert.model.encoder import BertEncoder
 
 logger = logging.getLogger("keras_bert")
 

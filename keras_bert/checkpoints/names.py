@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 
-from keras_bert.encoder import BertEncoder
+from keras_bert.model.encoder import BertEncoder
 
 
 @dataclasses.dataclass

@@ -16,10 +16,10 @@ import zlib
 from collections.abc import Iterable
 
 from keras_bert.checkpoints.matching import unreadable
-from keras_bert.config import BertConfig
-from keras_bert.encoder import BertEncoder
-from keras_bert.errors import CheckpointError
-from keras_bert.io import atomic_directory, json_text
+from keras_bert.core.errors import CheckpointError
+from keras_bert.core.fileio import atomic_directory, json_text
+from keras_bert.model.config import BertConfig
+from keras_bert.model.encoder import BertEncoder
 
 logger = logging.getLogger("keras_bert")
 
@@ -86,7 +86,7 @@ def load_training_pretrainer(prefix: str, dtype=None):
     import tensorflow as tf
 
     from keras_bert.checkpoints.training_runs import RUN_CONFIG, by_position
-    from keras_bert.models import BertPretrainer
+    from keras_bert.model.models import BertPretrainer
 
     run_dir, record = _training_run(prefix)
     config = BertConfig.from_dict(record["bert_config"])
@@ -180,7 +180,7 @@ def check_keras_archive(path: str | os.PathLike,
     >>> check_keras_archive(path, remedy="copy it again")
     Traceback (most recent call last):
     ...
-    keras_bert.errors.CheckpointError: .../model.keras is unreadable or truncated (14 bytes, not a
+    keras_bert.core.errors.CheckpointError: .../model.keras is unreadable or truncated (14 bytes, not a
     complete .keras archive); copy it again.
     """
     path = os.fspath(path)

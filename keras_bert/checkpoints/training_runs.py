@@ -11,9 +11,9 @@ import os
 
 import tensorflow as tf
 
-from keras_bert import io
 from keras_bert.checkpoints.matching import unreadable
-from keras_bert.errors import CheckpointError
+from keras_bert.core import fileio
+from keras_bert.core.errors import CheckpointError
 
 RUN_CONFIG = "run_config.json"
 CHECKPOINTS = "checkpoints"
@@ -46,7 +46,7 @@ def find_run_directory(path: str | os.PathLike) -> str | None:
     parent = os.path.dirname(path)
     if os.path.basename(parent) == CHECKPOINTS:
         candidates.append(os.path.dirname(parent) or ".")
-    return next((c for c in candidates if io.exists(os.path.join(c, RUN_CONFIG))), None)
+    return next((c for c in candidates if fileio.exists(os.path.join(c, RUN_CONFIG))), None)
 
 
 def read_run_record(run_dir: str) -> dict:
@@ -58,7 +58,7 @@ def read_run_record(run_dir: str) -> dict:
     """
     path = os.path.join(run_dir, RUN_CONFIG)
     with unreadable(path):
-        record = io.read_json(path)
+        record = fileio.read_json(path)
     if not isinstance(record, dict) or not isinstance(record.get("bert_config"), dict):
         raise CheckpointError(f"{path} records no bert_config (not a `keras-bert pretrain` "
                               "run's record); its checkpoints cannot be read without the "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from keras_bert.errors import VocabMismatchError
+from keras_bert.core.errors import VocabMismatchError
 
 
 def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: str, *,
@@ -31,9 +31,9 @@ def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: s
     >>> check_vocab_matches(path, 30522, "the model 'bert-base'")
     Traceback (most recent call last):
     ...
-    keras_bert.errors.VocabMismatchError: the vocab .../vocab.txt has 4 tokens but the model 'bert-base' has 30522; use the vocab.txt that came with the model.
+    keras_bert.core.errors.VocabMismatchError: the vocab .../vocab.txt has 4 tokens but the model 'bert-base' has 30522; use the vocab.txt that came with the model.
     """
-    from keras_bert.tokenization import load_vocab
+    from keras_bert.text.tokenizer import load_vocab
 
     tokens = load_vocab(vocab_file)
     size = len(tokens)

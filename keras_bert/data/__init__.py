@@ -29,7 +29,7 @@ The public names:
   `check_shard_sizes` compares shards with the sizes their sidecar recorded.
 """
 
-from keras_bert.lazy import lazy_exports
+from keras_bert.core.lazy import lazy_exports
 
 # public name -> the module that defines it (loaded on first use).
 _EXPORTS = {

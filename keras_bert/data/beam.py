@@ -56,13 +56,13 @@ except ImportError as e:  # the optional extra
         f"The Beam pipeline needs Apache Beam, which is not installed ({e}): "
         "pip install -e \".[beam]\" (or pip install \"apache-beam>=2.77,<3\").") from e
 
-from keras_bert import io as kb_io
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError
 from keras_bert.data import documents as documents_lib
 from keras_bert.data.options import PretrainingDataOptions
 from keras_bert.data.pretraining import chunk_chars, finish_run, start_run
 from keras_bert.data.run_state import Sidecar, sidecar_file_name
 from keras_bert.data.shards import ShardWriter, shard_file_name
-from keras_bert.errors import ArgumentError
 
 _DEFAULT_OPTIONS = PretrainingDataOptions()
 
@@ -130,13 +130,13 @@ class _BuildShard(beam.DoFn):
         chunk_id, located = element
         name = shard_file_name(shard_ids[chunk_id])
         path = os.path.join(self.output_dir, name)
-        if name in self.done and kb_io.exists(path):
+        if name in self.done and fileio.exists(path):
             yield name, self.done[name]
             return
         text_documents = [document for _, document in sorted(located, key=lambda x: x[0])]
         stats = self.writer(shard_ids[chunk_id], text_documents, path)
         # Lets the reader name a shard truncated later (`tfrecords.check_shard_sizes`).
-        yield name, {**stats, "file_bytes": kb_io.file_size(path)}
+        yield name, {**stats, "file_bytes": fileio.file_size(path)}
 
 
 def _sum_counts(counts) -> dict:
@@ -265,7 +265,7 @@ def create_pretraining_data_beam(inputs: str | list[str], output_dir: str, vocab
                        run.sidecar.identity, done)
     # The workers wrote the sidecar with every shard's counts: read them back.
     run.sidecar = Sidecar(run.sidecar.path, run.sidecar.identity)
-    record = kb_io.read_json(run.sidecar.path)
+    record = fileio.read_json(run.sidecar.path)
     input_stats = record.get("input_stats", {})
     num_shards = len(run.sidecar.shards)
     return finish_run(run, options, input_stats, num_shards, num_shards)

@@ -7,7 +7,7 @@ whatever the corpus size. Bad input is counted, never fatal: empty files, binary
 (a NUL byte in the first 8 KiB, as `grep` and `git` decide), lines over 1 MiB, invalid
 UTF-8 (decoded dropping the bad bytes, as the original's `convert_to_unicode`) and
 unreadable or corrupt files (what was read before the error is kept). Paths with a scheme
-(gs://, ...) are read through `tf.io.gfile`; `keras_bert.io.expand_patterns` expands the
+(gs://, ...) are read through `tf.io.gfile`; `keras_bert.core.fileio.expand_patterns` expands the
 input globs.
 """
 
@@ -20,7 +20,7 @@ import logging
 import zlib
 from collections.abc import Iterable, Iterator
 
-from keras_bert import io as kb_io
+from keras_bert.core import fileio
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class _RemoteGzipFile(gzip.GzipFile):
 
 def _open_binary(path: str):
     """A binary stream of a local or remote (`tf.io.gfile`) file, gunzipped if it is gzip."""
-    remote = kb_io.is_remote(path)
+    remote = fileio.is_remote(path)
     with (_GFileReader(path) if remote else open(path, "rb")) as f:
         is_gzip = f.read(2) == _GZIP_MAGIC
     if remote:

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.errors import ArgumentError, VocabError
-from keras_bert.vocab_io import (
+from keras_bert.core.errors import ArgumentError, VocabError
+from keras_bert.text.vocab import (
     CLS_TOKEN,
     MASK_TOKEN,
     SEP_TOKEN,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from keras_bert.options import OptionChecks
+from keras_bert.core.checks import OptionChecks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +41,7 @@ class PretrainingDataOptions:
     >>> PretrainingDataOptions(dupe_factor=0)
     Traceback (most recent call last):
     ...
-    keras_bert.errors.ArgumentError: Invalid pretraining data options: dupe_factor must \
+    keras_bert.core.errors.ArgumentError: Invalid pretraining data options: dupe_factor must \
 be >= 1, got 0.
     """
 

@@ -44,7 +44,8 @@ import numpy as np
 import tensorflow as tf
 import tqdm
 
-from keras_bert import io as kb_io
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError, DataError, UserInputError, VocabError
 from keras_bert.data import documents as documents_lib
 from keras_bert.data.options import PretrainingDataOptions
 from keras_bert.data.run_state import (
@@ -57,8 +58,7 @@ from keras_bert.data.run_state import (
 )
 from keras_bert.data.shards import ShardWriter, shard_file_name
 from keras_bert.data.workers import write_shards
-from keras_bert.errors import ArgumentError, DataError, UserInputError, VocabError
-from keras_bert.vocab_io import SPECIAL_TOKENS, load_vocab
+from keras_bert.text.vocab import SPECIAL_TOKENS, load_vocab
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ _NSP_FALLBACK_WARNING_SHARE = 0.01
 
 
 # Every error `create_pretraining_data` raises on the user's input (options, inputs,
-# vocab, output directory) is a `keras_bert.errors.UserInputError`: `ArgumentError`,
+# vocab, output directory) is a `keras_bert.core.errors.UserInputError`: `ArgumentError`,
 # `InputNotFoundError`, `VocabError`, `DataError` or `OutputError`. The old name stays.
 PretrainingDataError = UserInputError
 
@@ -111,21 +111,21 @@ def start_run(inputs, output_dir, vocab_file, options: PretrainingDataOptions,
     if isinstance(inputs, tf.data.Dataset):
         files, input_record = None, "tf.data.Dataset"
     else:
-        files = kb_io.expand_patterns(inputs, what="input file")
-        input_record = [{"path": f if kb_io.is_remote(f) else os.path.abspath(f),
-                         "bytes": kb_io.file_size(f)} for f in files]
+        files = fileio.expand_patterns(inputs, what="input file")
+        input_record = [{"path": f if fileio.is_remote(f) else os.path.abspath(f),
+                         "bytes": fileio.file_size(f)} for f in files]
     vocab = load_vocab(vocab_file)
     missing = [t for t in SPECIAL_TOKENS if t not in vocab]
     if missing:
         raise VocabError(f"the vocabulary lacks the special tokens {missing}, which "
                          "pretraining data needs.", path=os.fspath(vocab_file))
     output_dir = os.fspath(output_dir) or "."
-    kb_io.check_writable(output_dir, kind="directory", what="output directory")
+    fileio.check_writable(output_dir, kind="directory", what="output directory")
     identity = {
         "format_version": FORMAT_VERSION,
         "settings": {**dataclasses.asdict(options), "shard_index": shard_index,
                      "num_shards": num_shards},
-        "vocab": {"sha256": kb_io.file_sha256(vocab_file), "size": len(vocab)},
+        "vocab": {"sha256": fileio.file_sha256(vocab_file), "size": len(vocab)},
         "inputs": input_record,
     }
     sidecar_path = os.path.join(output_dir, sidecar_file_name(shard_index, num_shards))
@@ -133,8 +133,8 @@ def start_run(inputs, output_dir, vocab_file, options: PretrainingDataOptions,
         remove_previous_run(output_dir, shard_index, num_shards)
     sidecar = Sidecar(sidecar_path, identity)
     check_output_directory(output_dir, sidecar, shard_index, num_shards)
-    created = not kb_io.isdir(output_dir)
-    kb_io.makedirs(output_dir)
+    created = not fileio.isdir(output_dir)
+    fileio.makedirs(output_dir)
     remove_stale_temporaries(output_dir, shard_index, num_shards)
     # Written before any shard: a shard on disk always has its sidecar beside it.
     sidecar.write({}, complete=False, force=True)

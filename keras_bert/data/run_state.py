@@ -17,9 +17,9 @@ import time
 
 import tensorflow as tf
 
-from keras_bert import io as kb_io
+from keras_bert.core import fileio
+from keras_bert.core.errors import OutputError
 from keras_bert.data.shards import shard_id_of
-from keras_bert.errors import OutputError
 
 logger = logging.getLogger(__name__)
 
@@ -52,10 +52,10 @@ class Sidecar:
         self.path = path
         self.identity = identity
         self.shards: dict[str, dict] = {}
-        self.existed = kb_io.exists(path)
+        self.existed = fileio.exists(path)
         if self.existed:
             try:
-                previous = kb_io.read_json(path)
+                previous = fileio.read_json(path)
             except (OSError, ValueError, tf.errors.OpError) as e:
                 raise OutputError(
                     f"{path!r} cannot be read ({e}); remove it and the part-*.tfrecord "
@@ -79,7 +79,7 @@ class Sidecar:
 
     def is_done(self, output_dir: str, name: str) -> bool:
         """Whether shard `name` is listed and its file is in `output_dir`."""
-        return name in self.shards and kb_io.exists(os.path.join(output_dir, name))
+        return name in self.shards and fileio.exists(os.path.join(output_dir, name))
 
     def write(self, input_stats: dict, complete: bool, force: bool = False) -> dict:
         """Writes the record (at most every few seconds unless `force`); returns it, or
@@ -88,7 +88,7 @@ class Sidecar:
             return {}
         record = {**self.identity, "complete": complete, "input_stats": input_stats,
                   "totals": self.totals(), "shards": dict(sorted(self.shards.items()))}
-        kb_io.write_json(self.path, record, indent=1, sort_keys=False)
+        fileio.write_json(self.path, record, indent=1, sort_keys=False)
         self._last_write = time.monotonic()
         return record
 
@@ -104,9 +104,9 @@ def check_output_directory(output_dir: str, sidecar: Sidecar, shard_index: int,
                            num_shards: int) -> None:
     """Refuses a directory holding shards that no sidecar of this layout accounts for:
     a `*.tfrecord` glob would feed them to training beside the new ones."""
-    if not kb_io.isdir(output_dir):
+    if not fileio.isdir(output_dir):
         return
-    names = {name.rstrip("/") for name in kb_io.listdir(output_dir)}
+    names = {name.rstrip("/") for name in fileio.listdir(output_dir)}
     strays = []
     for name in sorted(names):
         shard_id = shard_id_of(name)
@@ -139,13 +139,13 @@ def _owned_by_slice(name: str, shard_index: int, num_shards: int) -> bool:
 
 def remove_previous_run(output_dir: str, shard_index: int, num_shards: int) -> None:
     """Removes the shards of this slice and its sidecar that an earlier run left."""
-    if not kb_io.isdir(output_dir):
+    if not fileio.isdir(output_dir):
         return
     removed = 0
-    for name in kb_io.listdir(output_dir):
+    for name in fileio.listdir(output_dir):
         name = name.rstrip("/")
         if _owned_by_slice(name, shard_index, num_shards):
-            kb_io.remove(os.path.join(output_dir, name))
+            fileio.remove(os.path.join(output_dir, name))
             removed += 1
     if removed:
         logger.info("Removed %d files of an earlier run from %s (overwrite).", removed,
@@ -155,7 +155,7 @@ def remove_previous_run(output_dir: str, shard_index: int, num_shards: int) -> N
 def remove_stale_temporaries(output_dir: str, shard_index: int, num_shards: int) -> None:
     """Clears the hidden temporaries an interrupted run of this slice left (its shards'
     and its sidecar's); other slices' machines may be writing theirs right now."""
-    for path in kb_io.remove_stale_temporaries(
+    for path in fileio.remove_stale_temporaries(
             output_dir, lambda target: _owned_by_slice(target, shard_index, num_shards)):
         logger.info("Removed %s, left by an interrupted run.", path)
 
@@ -165,9 +165,9 @@ def remove_run(output_dir: str, sidecar: Sidecar, created: bool) -> None:
     it is left empty."""
     for name in sidecar.shards:
         path = os.path.join(output_dir, name)
-        if kb_io.exists(path):
-            kb_io.remove(path)
-    if kb_io.exists(sidecar.path):
-        kb_io.remove(sidecar.path)
-    if created and not kb_io.is_remote(output_dir) and not os.listdir(output_dir):
+        if fileio.exists(path):
+            fileio.remove(path)
+    if fileio.exists(sidecar.path):
+        fileio.remove(sidecar.path)
+    if created and not fileio.is_remote(output_dir) and not os.listdir(output_dir):
         os.rmdir(output_dir)

@@ -6,7 +6,7 @@ of text documents.
 only, so that a forked worker process can run it (`keras_bert.data.workers`). Every random
 choice comes from a seed derived from `random_seed` and the shard number, so a shard is a
 function of its text and the settings alone. The file is written under a hidden
-temporary name and renamed when complete (`keras_bert.io`).
+temporary name and renamed when complete (`keras_bert.core.fileio`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import tensorflow as tf
 from keras_bert.data.instances import create_instances, instances_to_arrays
 from keras_bert.data.masking import MaskedLmMasker
 from keras_bert.data.tfrecords import serialize_examples, write_tfrecord
-from keras_bert.tokenization import BertTokenizer
+from keras_bert.text.tokenizer import BertTokenizer
 
 _ENCODE_BATCH = 4096
 _SHARD_NAME = re.compile(r"part-(\d{5,})\.tfrecord")
@@ -58,7 +58,7 @@ class ShardWriter:
     """Turns one chunk of text documents into one complete TFRecord shard.
 
     Two steps, so that the second can run in a worker process that uses no TensorFlow:
-    `tokenize` (`keras_bert.tokenization.BertTokenizer`, TF ops) gives a `TokenizedShard`;
+    `tokenize` (`keras_bert.text.tokenizer.BertTokenizer`, TF ops) gives a `TokenizedShard`;
     `build_shard` makes its instances (`keras_bert.data.instances`), masks them unless
     masking is dynamic (`MaskedLmMasker.mask_arrays`) and serializes them, all in
     Python and numpy. Calling the writer does both and writes the file atomically; it

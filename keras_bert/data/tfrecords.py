@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import io as kb_io
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.data.masking import MaskedLmMasker
-from keras_bert.errors import ArgumentError, DataError
 
 # google-research/bert's pretraining example: feature -> (the `tf.train.Feature` list it
 # is, its width): "max_seq_length", "max_predictions_per_seq" or a number.
@@ -217,10 +217,10 @@ def _encode_varint(value: int) -> bytes:
 
 
 def write_tfrecord(path: str | os.PathLike, records) -> None:
-    """Writes serialized records to `path` all or nothing (`keras_bert.io.atomic_path`):
+    """Writes serialized records to `path` all or nothing (`keras_bert.core.fileio.atomic_path`):
     into a hidden temporary file beside it, renamed over `path` only once complete and
     removed on an error; a killed process leaves at most that hidden file, which no
-    `*.tfrecord` glob matches and `keras_bert.io.remove_stale_temporaries` clears.
+    `*.tfrecord` glob matches and `keras_bert.core.fileio.remove_stale_temporaries` clears.
 
     Example:
 
@@ -230,7 +230,7 @@ def write_tfrecord(path: str | os.PathLike, records) -> None:
     >>> [r.numpy() for r in tf.data.TFRecordDataset(path)]
     [b'a', b'b']
     """
-    with kb_io.atomic_path(path) as temporary, tf.io.TFRecordWriter(temporary) as writer:
+    with fileio.atomic_path(path) as temporary, tf.io.TFRecordWriter(temporary) as writer:
         for record in records:
             writer.write(record)
 
@@ -283,7 +283,7 @@ def pretraining_dataset(file_pattern: str | Sequence[str], batch_size: int, *,
     >>> next(iter(ds))["input_word_ids"].shape  # doctest: +SKIP
     TensorShape([32, 128])
     """
-    files = kb_io.expand_patterns(file_pattern, what="pretraining TFRecord")
+    files = fileio.expand_patterns(file_pattern, what="pretraining TFRecord")
     check_shard_sizes(files)
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if input_context is not None and input_context.num_input_pipelines > 1:
@@ -347,12 +347,12 @@ def check_shard_sizes(files: Sequence[str]) -> None:
     >>> directory = tempfile.mkdtemp()
     >>> path = os.path.join(directory, "part-00000.tfrecord")
     >>> write_tfrecord(path, [b"a", b"b"])
-    >>> kb_io.write_json(os.path.join(directory, "pretraining_data.json"),
+    >>> fileio.write_json(os.path.join(directory, "pretraining_data.json"),
     ...                  {"shards": {"part-00000.tfrecord": {"file_bytes": 99}}})
     >>> check_shard_sizes([path])
     Traceback (most recent call last):
     ...
-    keras_bert.errors.DataError: .../part-00000.tfrecord: has 34 bytes, but ...
+    keras_bert.core.errors.DataError: .../part-00000.tfrecord: has 34 bytes, but ...
     """
     by_directory: dict[str, list[str]] = {}
     for path in files:
@@ -360,14 +360,14 @@ def check_shard_sizes(files: Sequence[str]) -> None:
     for directory, paths in by_directory.items():
         recorded: dict[str, tuple[str, int]] = {}
         try:
-            names = kb_io.listdir(directory or ".")
+            names = fileio.listdir(directory or ".")
         except (OSError, tf.errors.OpError):
             continue
         for name in sorted(n.rstrip("/") for n in names):
             if not fnmatch.fnmatch(name, SIDECAR_PATTERN):
                 continue
             try:
-                sidecar = kb_io.read_json(os.path.join(directory, name))
+                sidecar = fileio.read_json(os.path.join(directory, name))
                 shards = sidecar.get("shards", {}) if isinstance(sidecar, dict) else {}
             except (OSError, ValueError, tf.errors.OpError):
                 continue  # an unreadable sidecar: the training checks report it
@@ -379,7 +379,7 @@ def check_shard_sizes(files: Sequence[str]) -> None:
             if name not in recorded:
                 continue
             sidecar_name, expected = recorded[name]
-            size = kb_io.file_size(path)
+            size = fileio.file_size(path)
             if size != expected:
                 raise DataError(
                     f"has {size} bytes, but {sidecar_name} beside it records {expected}: the "

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
-from keras_bert import io as kb_io
+from keras_bert.core import fileio
 from keras_bert.data.shards import ShardBuilder, ShardWriter, TokenizedShard, build_shard
 from keras_bert.data.tfrecords import write_tfrecord
 
@@ -54,7 +54,7 @@ def write_shards(tasks: Iterator[tuple[int, list[list[str]], str]], writer: Shar
     def write(shard_id: int, path: str, records: list[bytes], stats: dict) -> None:
         write_tfrecord(path, records)
         # Lets the reader name a shard truncated later (`tfrecords.check_shard_sizes`).
-        on_done(shard_id, {**stats, "file_bytes": kb_io.file_size(path)})
+        on_done(shard_id, {**stats, "file_bytes": fileio.file_size(path)})
 
     def finish(future) -> None:
         shard_id, records, stats = future.result()

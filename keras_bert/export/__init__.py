@@ -32,7 +32,6 @@ from keras_bert.export.litert import (
     export_litert,
     load_interpreter,
 )
-from keras_bert.export.litert_text import LITERT_TEXT_OPS, LiteTokenizer
 from keras_bert.export.onnx import ONNX_FILE, check_onnx_converter, export_onnx
 from keras_bert.export.ops import all_saved_model_ops, saved_model_ops, serving_requirements
 from keras_bert.export.saved_model import check_name, export_saved_model
@@ -50,6 +49,7 @@ from keras_bert.export.warmup import (
     serving_api_available,
     warmup_requests,
 )
+from keras_bert.text.litert_ops import LITERT_TEXT_OPS, LiteTokenizer
 
 __all__ = [
     "DEFAULT_SEQ_LENGTH", "KINDS", "LITERT_FILE", "LITERT_TEXT_OPS", "MODEL_CARD",

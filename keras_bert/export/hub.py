@@ -15,8 +15,8 @@ from tensorflow_text import combine_segments, pad_model_inputs
 
 from keras_bert.export.signatures import ServingModule, id_specs
 from keras_bert.export.source import DEFAULT_SEQ_LENGTH, ExportSource
-from keras_bert.preprocessing import truncate_segments
-from keras_bert.tokenization import BertTokenizer
+from keras_bert.text.packing import truncate_segments
+from keras_bert.text.tokenizer import BertTokenizer
 
 PREPROCESSOR_DIR = "preprocessor"
 

@@ -9,7 +9,7 @@ signatures have the SavedModel's names, inputs and outputs:
 * `serving_default`: token ids (int32 [batch, seq]; [batch, choices, seq] for multiple
   choice), any batch and sequence length;
 * `serve_text`: raw UTF-8 strings [batch], tokenized in the graph exactly like
-  `BertTokenizer.tokenize` (`keras_bert.export.litert_text`), for every family; multiple
+  `BertTokenizer.tokenize` (`keras_bert.text.litert_ops`), for every family; multiple
   choice, the tagger and SQuAD (windows over passages, answers) are in
   `keras_bert.export.litert_tasks`.
 
@@ -42,16 +42,16 @@ import threading
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import io
-from keras_bert.encoder import INPUT_NAMES
-from keras_bert.errors import ArgumentError, KerasBertError
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError, KerasBertError
 from keras_bert.export.card import MODEL_CARD, describe_signature, model_card
 from keras_bert.export.litert_tasks import serve_choices, serve_questions, serve_words
-from keras_bert.export.litert_text import LITERT_TEXT_OPS, LiteTokenizer, pack
 from keras_bert.export.saved_model import check_name
 from keras_bert.export.signatures import ServingModule
 from keras_bert.export.source import ExportSource
 from keras_bert.export.versions import claim_version
+from keras_bert.model.encoder import INPUT_NAMES
+from keras_bert.text.litert_ops import LITERT_TEXT_OPS, LiteTokenizer, pack
 
 FORMAT = "litert"
 LITERT_FILE = "model.tflite"
@@ -64,7 +64,7 @@ WORD_OUTPUTS = ("words", "labels", "word_start", "word_end")
 class LiteRTModule(ServingModule):
     """`ServingModule` for LiteRT: the same model outputs, `serving_default` without the
     in-graph asserts (LiteRT has no assert op; `LiteRTModel` checks instead), and a
-    `serve_text` built from `keras_bert.export.litert_text`'s ops."""
+    `serve_text` built from `keras_bert.text.litert_ops`'s ops."""
 
     def __init__(self, source: ExportSource, text: bool = True):
         super().__init__(source, jit_compile=False, text=False)
@@ -190,7 +190,7 @@ def export_litert(source: ExportSource, output_dir: str | os.PathLike, name: str
         raise ArgumentError("LiteRT models compute in float32: load the source at float32 "
                             f"(not {source.encoder.dtype_policy.name}).", field="precision")
     model_dir = os.path.join(os.fspath(output_dir), name)
-    io.check_writable(model_dir, kind="directory", what="output_dir")
+    fileio.check_writable(model_dir, kind="directory", what="output_dir")
     module = LiteRTModule(source, text)
     functions = {"serving_default": module.serve_ids}
     if module.text:
@@ -206,7 +206,7 @@ def export_litert(source: ExportSource, output_dir: str | os.PathLike, name: str
             f.write(model)
         extra = os.path.join(directory, "assets.extra")
         os.makedirs(extra, exist_ok=True)
-        io.write_json(os.path.join(extra, MODEL_CARD), card)
+        fileio.write_json(os.path.join(extra, MODEL_CARD), card)
     return os.path.join(model_dir, str(version)), card
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.export.litert_text import (
+from keras_bert.export.multiple_choice import NO_ENDING
+from keras_bert.export.word_labels import whitespace_code_points
+from keras_bert.text.litert_ops import (
     JOIN_WIDTHS,
     concat_rows,
     gather_rows,
@@ -22,8 +24,6 @@ from keras_bert.export.litert_text import (
     split_words,
     utf8_bytes,
 )
-from keras_bert.export.multiple_choice import NO_ENDING
-from keras_bert.export.word_labels import whitespace_code_points
 
 # NgramsStringJoin rounds for SQuAD answers: up to 8 * 8 * 16 * 16 * 16 bytes (256 KiB).
 ANSWER_WIDTHS = (*JOIN_WIDTHS, 16, 16)

@@ -33,8 +33,8 @@ import shutil
 
 import tensorflow as tf
 
-from keras_bert import io
-from keras_bert.errors import ArgumentError, KerasBertError
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError, KerasBertError
 from keras_bert.export.card import MODEL_CARD, describe_signature, model_card
 from keras_bert.export.saved_model import check_name
 from keras_bert.export.signatures import ServingModule
@@ -133,7 +133,7 @@ def export_onnx(source: ExportSource, output_dir: str | os.PathLike, name: str,
                             "): ONNX Runtime's CPU kernels have no bfloat16 matrix "
                             "products; load the source at float32.", field="precision")
     model_dir = os.path.join(os.fspath(output_dir), name)
-    io.check_writable(model_dir, kind="directory", what="output_dir")
+    fileio.check_writable(model_dir, kind="directory", what="output_dir")
     check_onnx_converter()
     import onnx
     import tf2onnx
@@ -150,12 +150,12 @@ def export_onnx(source: ExportSource, output_dir: str | os.PathLike, name: str,
                         "onnx_version": onnx.__version__,
                         "input_checks": "none: send ids as serving_default documents them"}
         entry = proto.metadata_props.add()
-        entry.key, entry.value = MODEL_CARD, io.json_text(card)
+        entry.key, entry.value = MODEL_CARD, fileio.json_text(card)
         with open(os.path.join(directory, ONNX_FILE), "wb") as f:
             f.write(proto.SerializeToString())
         os.makedirs(os.path.join(directory, "assets"))
         shutil.copyfile(source.vocab_file, os.path.join(directory, "assets", "vocab.txt"))
         extra = os.path.join(directory, "assets.extra")
         os.makedirs(extra)
-        io.write_json(os.path.join(extra, MODEL_CARD), card)
+        fileio.write_json(os.path.join(extra, MODEL_CARD), card)
     return os.path.join(model_dir, str(version)), card

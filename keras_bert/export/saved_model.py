@@ -23,8 +23,9 @@ import re
 
 import tensorflow as tf
 
-from keras_bert import io
-from keras_bert.errors import ArgumentError
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError
+from keras_bert.core.precision import check_precision
 from keras_bert.export.card import MODEL_CARD, describe_signature, model_card
 from keras_bert.export.hub import PREPROCESSOR_DIR, HubEncoder, Preprocessor
 from keras_bert.export.ops import serving_requirements, signature_ops
@@ -32,7 +33,6 @@ from keras_bert.export.signatures import ServingModule
 from keras_bert.export.source import ExportSource
 from keras_bert.export.versions import claim_version
 from keras_bert.export.warmup import check_serving_api, write_warmup_requests
-from keras_bert.precision import check_precision
 
 _NAME_PATTERN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
@@ -75,7 +75,7 @@ def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name
     check_name(name)
     check_precision(precision)
     model_dir = os.path.join(os.fspath(output_dir), name)
-    io.check_writable(model_dir, kind="directory", what="output_dir")
+    fileio.check_writable(model_dir, kind="directory", what="output_dir")
     if warmup:
         check_serving_api()
     if serving_compatible:
@@ -93,7 +93,7 @@ def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name
         tf.saved_model.save(module, directory, signatures=signatures)
         extra = os.path.join(directory, "assets.extra")
         os.makedirs(extra, exist_ok=True)
-        io.write_json(os.path.join(extra, MODEL_CARD), card)
+        fileio.write_json(os.path.join(extra, MODEL_CARD), card)
         if warmup:
             write_warmup_requests(extra, source, name, text)
         if source.kind == "encoder":

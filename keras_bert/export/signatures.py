@@ -38,9 +38,9 @@ import importlib
 
 import tensorflow as tf
 
-from keras_bert.encoder import INPUT_NAMES
 from keras_bert.export.source import ExportSource
-from keras_bert.preprocessing import pack_inputs
+from keras_bert.model.encoder import INPUT_NAMES
+from keras_bert.text.packing import pack_inputs
 
 
 def id_specs(choices: bool = False):

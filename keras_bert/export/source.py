@@ -21,11 +21,11 @@ from keras_bert.checkpoints import (
     load_encoder,
     read_config,
 )
-from keras_bert.config import BertConfig
-from keras_bert.errors import ArgumentError, InputNotFoundError
-from keras_bert.precision import check_precision
-from keras_bert.tokenization import BertTokenizer
-from keras_bert.vocab_io import load_vocab, without_byte_order_mark
+from keras_bert.core.errors import ArgumentError, InputNotFoundError
+from keras_bert.core.precision import check_precision
+from keras_bert.model.config import BertConfig
+from keras_bert.text.tokenizer import BertTokenizer
+from keras_bert.text.vocab import load_vocab, without_byte_order_mark
 
 KINDS = ("encoder", "classifier", "regression", "span_labeler", "tagger", "multiple_choice")
 DEFAULT_SEQ_LENGTH = 128

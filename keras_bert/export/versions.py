@@ -27,8 +27,8 @@ import os
 import shutil
 from collections.abc import Iterator
 
-from keras_bert import io
-from keras_bert.errors import OutputExistsError
+from keras_bert.core import fileio
+from keras_bert.core.errors import OutputExistsError
 
 
 def next_version(model_dir: str) -> int:
@@ -40,7 +40,7 @@ def next_version(model_dir: str) -> int:
 
 
 def _version_of_temporary(name: str) -> int | None:
-    target = io.temporary_target(name)
+    target = fileio.temporary_target(name)
     return int(target) if target is not None and target.isdigit() else None
 
 
@@ -125,7 +125,7 @@ def claim_version(model_dir: str | os.PathLike) -> Iterator[tuple[int, str]]:
             fcntl.flock(base, fcntl.LOCK_EX)
             _, live = remove_dead_temporaries(model_dir)
             version = max(next_version(model_dir) - 1, *live, 0) + 1
-            temporary = io.temporary_path(os.path.join(model_dir, str(version)))
+            temporary = fileio.temporary_path(os.path.join(model_dir, str(version)))
             os.mkdir(temporary)
             lock = _try_lock(temporary)
         finally:

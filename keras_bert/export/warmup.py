@@ -11,7 +11,7 @@ import os
 
 import tensorflow as tf
 
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 from keras_bert.export.source import ExportSource
 
 WARMUP_FILE = "tf_serving_warmup_requests"

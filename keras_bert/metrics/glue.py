@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 
 # GLUE task name -> the official metrics `glue_metrics` returns, in that order.
 GLUE_METRIC_NAMES = {

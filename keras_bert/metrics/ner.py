@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 
 
 def _split_tag(tag: str) -> tuple[str, str]:

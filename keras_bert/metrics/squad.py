@@ -12,7 +12,7 @@ import re
 import string
 from collections.abc import Mapping, Sequence
 
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = frozenset(string.punctuation)

@@ -44,7 +44,7 @@ def _with_attentions(encoder):
     """`encoder` if it returns `attention_probs`, else a float32 copy that does."""
     if getattr(encoder, "output_attentions", False):
         return encoder
-    from keras_bert.encoder import BertEncoder
+    from keras_bert.model.encoder import BertEncoder
 
     copy = BertEncoder(encoder.config, output_attentions=True)
     copy.set_weights(encoder.get_weights())
@@ -80,7 +80,7 @@ def attention_maps(encoder, tokenizer, text: str, pair: str | None = None,
     """
     import tensorflow as tf
 
-    from keras_bert.preprocessing import BertPreprocessor
+    from keras_bert.text.packing import BertPreprocessor
 
     segments = [tf.constant([text])] + ([tf.constant([pair])] if pair is not None else [])
     inputs = BertPreprocessor(tokenizer, seq_length=max_seq_length)(tuple(segments))

@@ -12,7 +12,7 @@ import json
 import math
 import os
 
-from keras_bert.errors import DataError, InputNotFoundError
+from keras_bert.core.errors import DataError, InputNotFoundError
 
 # What a pretraining or fine-tuning run writes: the names of training.run_directory and
 # tasks.finetuning.run_directory, repeated here so that reading curves needs no TensorFlow

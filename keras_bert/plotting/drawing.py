@@ -20,8 +20,8 @@ import shutil
 
 import numpy as np
 
-from keras_bert.errors import UserInputError
-from keras_bert.io import atomic_write, check_writable, json_text
+from keras_bert.core.errors import UserInputError
+from keras_bert.core.fileio import atomic_write, check_writable, json_text
 from keras_bert.plotting.attention import AttentionMaps, attention_summary
 from keras_bert.plotting.curves import TrainingCurves
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 
 logger = logging.getLogger("keras_bert")
 
@@ -150,7 +150,7 @@ class Task(abc.ABC):
 
     @abc.abstractmethod
     def build_model(self, encoder, **kwargs):
-        """The task model (a `keras_bert.models` class) on `encoder`, not yet compiled."""
+        """The task model (a `keras_bert.model.models` class) on `encoder`, not yet compiled."""
 
     @abc.abstractmethod
     def decode(self, examples: Sequence, features: Features, outputs, settings: FeatureSettings

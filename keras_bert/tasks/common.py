@@ -11,10 +11,10 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import io
-from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
-from keras_bert.preprocessing import pack_inputs
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError
 from keras_bert.tasks.base import INPUT_NAMES
+from keras_bert.text.packing import pack_inputs
 
 logger = logging.getLogger("keras_bert")
 
@@ -29,9 +29,9 @@ def read_lines(path: str) -> Iterator[tuple[int, str]]:
     Raises `InputNotFoundError` for a missing file and `DataError` naming the line of
     bytes that are not UTF-8.
     """
-    if not io.exists(path) or io.isdir(path):
+    if not fileio.exists(path) or fileio.isdir(path):
         raise InputNotFoundError(f"{path}: no such file.")
-    with io.open_file(path, "rb") as f:
+    with fileio.open_file(path, "rb") as f:
         for number, raw in enumerate(f, 1):
             if number == 1 and raw.startswith(codecs.BOM_UTF8):
                 raw = raw[len(codecs.BOM_UTF8):]
@@ -50,9 +50,9 @@ def read_text(path: str) -> str:
     Raises `InputNotFoundError` for a missing file and `DataError` naming the line of
     the first bytes that are not UTF-8.
     """
-    if not io.exists(path) or io.isdir(path):
+    if not fileio.exists(path) or fileio.isdir(path):
         raise InputNotFoundError(f"{path}: no such file.")
-    with io.open_file(path, "rb") as f:
+    with fileio.open_file(path, "rb") as f:
         data = f.read()
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
@@ -81,7 +81,7 @@ def encode_text_segments(tokenizer, segments: Sequence[Sequence[str]], seq_lengt
 
     Example:
 
-    >>> from keras_bert.tokenization import BertTokenizer
+    >>> from keras_bert.text.tokenizer import BertTokenizer
     >>> tok = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"])
     >>> out = encode_text_segments(tok, [["a b"], ["b"]], seq_length=7)
     >>> out["input_word_ids"].tolist(), out["input_type_ids"].tolist()

@@ -30,10 +30,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from keras_bert import io
-from keras_bert.errors import ArgumentError, DataError, MismatchError
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError, DataError, MismatchError
 from keras_bert.metrics import GLUE_METRIC_NAMES, glue_metrics
-from keras_bert.models import BertClassifier
+from keras_bert.model.models import BertClassifier
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import (
     as_numpy_outputs,
@@ -137,7 +137,7 @@ class GlueTask(Task):
             raise ArgumentError(f"GLUE {self.name} has no split {split!r}; expected one of "
                                 f"{known}.", field="split")
         nested = os.path.join(data_dir, self.directory)
-        root = nested if io.isdir(nested) else data_dir
+        root = nested if fileio.isdir(nested) else data_dir
         return os.path.join(root, f"{split}.tsv")
 
     def submission_name(self, split: str = "test") -> str:
@@ -319,7 +319,7 @@ class GlueTask(Task):
         if len(examples) != len(predictions):
             raise ArgumentError(f"{len(examples)} examples but {len(predictions)} "
                                 "predictions.", field="predictions")
-        with io.atomic_write(path) as f:
+        with fileio.atomic_write(path) as f:
             f.write("index\tprediction\n")
             for example, prediction in zip(examples, predictions):
                 if self.labels is None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from keras_bert import io
-from keras_bert.errors import ArgumentError
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError
 from keras_bert.metrics import accuracy
 from keras_bert.tasks.glue import GlueExample, GlueTask
 
@@ -90,7 +90,7 @@ def write_split(path: str, examples: Sequence[tuple[str, str]]) -> None:
     >>> [(e.text_a, e.label) for e in LibraryTask(["stdlib", "numpy"]).read_examples(path)]
     [('Returns the array.', 'numpy')]
     """
-    with io.atomic_write(path) as f:
+    with fileio.atomic_write(path) as f:
         f.write("sentence\tlabel\n")
         for sentence, label in examples:
             if "\t" in sentence or "\n" in sentence:

@@ -34,10 +34,10 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import io
-from keras_bert.errors import ArgumentError, DataError
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.metrics import accuracy
-from keras_bert.models import BertMultipleChoice
+from keras_bert.model.models import BertMultipleChoice
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import (
     as_numpy_outputs,
@@ -60,7 +60,7 @@ def blank_endings(tokenizer, endings: Sequence[str]) -> np.ndarray:
 
     Example:
 
-    >>> from keras_bert.tokenization import BertTokenizer
+    >>> from keras_bert.text.tokenizer import BertTokenizer
     >>> tok = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"])
     >>> blank_endings(tok, ["a", "", " \\t", "\\u200b", "\\u3000", "?"]).tolist()
     [False, True, True, True, True, False]
@@ -262,7 +262,7 @@ class SwagTask(Task):
         if len(examples) != len(predictions):
             raise ArgumentError(f"{len(examples)} examples but {len(predictions)} "
                                 "predictions.", field="predictions")
-        with io.atomic_write(path) as f:
+        with fileio.atomic_write(path) as f:
             writer = csv.writer(f, lineterminator="\n")
             writer.writerow(["index", "prediction"])
             writer.writerows([e.id, int(p)] for e, p in zip(examples, predictions))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING
 
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 
 if TYPE_CHECKING:  # tasks.base loads TensorFlow; the command line reads TASK_NAMES first
     from keras_bert.tasks.base import Task
@@ -25,7 +25,7 @@ def get_task(name: str) -> Task:
     >>> get_task("mrcp")
     Traceback (most recent call last):
     ...
-    keras_bert.errors.ArgumentError: unknown task 'mrcp'; choose one of cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, squad1, squad2, ner, swag.
+    keras_bert.core.errors.ArgumentError: unknown task 'mrcp'; choose one of cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, squad1, squad2, ner, swag.
     """
     if name in GLUE_NAMES:
         from keras_bert.tasks.glue import GLUE_TASKS

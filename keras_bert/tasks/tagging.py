@@ -31,8 +31,8 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import io
-from keras_bert.errors import ArgumentError, DataError
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.metrics import ner_span_metrics
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import as_numpy_outputs, read_lines
@@ -346,7 +346,7 @@ class NerTask(Task):
         if len(examples) != len(predictions):
             raise ArgumentError(f"{len(examples)} examples but {len(predictions)} "
                                 "predictions.", field="predictions")
-        with io.atomic_write(path) as f:
+        with fileio.atomic_write(path) as f:
             for example, tags in zip(examples, predictions):
                 if len(tags) != len(example.words):
                     raise ArgumentError(f"The sentence at line {example.line} has "

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import keras
 from keras import ops
 
-from keras_bert.models import BertFeatureExtractor, BertTask, BertTokenClassifier
+from keras_bert.model.models import BertFeatureExtractor, BertTask, BertTokenClassifier
 
 # The label of continuation pieces, [CLS], [SEP] and padding: no word's tag is there.
 IGNORE_LABEL = -1

@@ -21,7 +21,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping
 
-from keras_bert.errors import ArgumentError, DataError, InputNotFoundError, MismatchError
+from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError, MismatchError
 from keras_bert.tasks.base import Task
 
 
@@ -129,7 +129,7 @@ def tfds_examples(task: Task, name: str, split: str, data_dir: str | None = None
     >>> tfds_examples(get_task("sst2"), "glue/mrpc", "dev")
     Traceback (most recent call last):
     ...
-    keras_bert.errors.ArgumentError: tensorflow-datasets 'glue/mrpc' does not hold task sst2: read it from 'glue/sst2'.
+    keras_bert.core.errors.ArgumentError: tensorflow-datasets 'glue/mrpc' does not hold task sst2: read it from 'glue/sst2'.
     """
     layout = task.tfds_layout()
     given = name.partition(":")[0]

@@ -1,7 +1,7 @@
 """Pretraining BERT with `model.fit` on tf.distribute strategies.
 
 - `optimization`: BERT's AdamW (or LAMB), warmup + linear decay, clipping, accumulation.
-- `MaskedLMLoss` / `pretraining_losses` (from `keras_bert.losses`): the masked-LM loss
+- `MaskedLMLoss` / `pretraining_losses` (from `keras_bert.model.losses`): the masked-LM loss
   averaged over the global batch's real predictions.
 - `distribute`: strategy names to `tf.distribute` strategies; mixed precision.
 - `options`: `PretrainingOptions`, how to pretrain, checked when made.
@@ -12,14 +12,14 @@
 - `pretraining`: `Pretraining` and `run_pretraining`, the job behind `keras-bert pretrain`.
 """
 
-from keras_bert.lazy import lazy_exports
+from keras_bert.core.lazy import lazy_exports
 
 # public name -> the module that defines it (loaded on first use).
 _EXPORTS = {
     "AdamW": "keras_bert.training.optimization",
     "Lamb": "keras_bert.training.optimization",
     "LinearWarmupDecay": "keras_bert.training.optimization",
-    "MaskedLMLoss": "keras_bert.losses",
+    "MaskedLMLoss": "keras_bert.model.losses",
     "MetricsLogger": "keras_bert.training.callbacks",
     "Pretraining": "keras_bert.training.pretraining",
     "PretrainingDataInfo": "keras_bert.training.validation",
@@ -28,7 +28,7 @@ _EXPORTS = {
     "TrainingCheckpoint": "keras_bert.training.callbacks",
     "create_optimizer": "keras_bert.training.optimization",
     "inspect_pretraining_data": "keras_bert.training.validation",
-    "pretraining_losses": "keras_bert.losses",
+    "pretraining_losses": "keras_bert.model.losses",
     "resolve_config": "keras_bert.training.building",
     "resolve_precision": "keras_bert.training.distribute",
     "resolve_strategy": "keras_bert.training.distribute",

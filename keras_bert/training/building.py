@@ -9,14 +9,14 @@ import os
 
 import tensorflow as tf
 
-from keras_bert import errors
 from keras_bert.checkpoints import CheckpointError, load_encoder, load_pretrainer, read_config
-from keras_bert.config import PRESETS, BertConfig
+from keras_bert.core import errors
+from keras_bert.core.errors import ArgumentError, InputNotFoundError, MismatchError, UserInputError
 from keras_bert.data.masking import MaskedLmMasker
 from keras_bert.data.tfrecords import pretraining_dataset
-from keras_bert.encoder import BertEncoder
-from keras_bert.errors import ArgumentError, InputNotFoundError, MismatchError, UserInputError
-from keras_bert.models import BertPretrainer
+from keras_bert.model.config import PRESETS, BertConfig
+from keras_bert.model.encoder import BertEncoder
+from keras_bert.model.models import BertPretrainer
 from keras_bert.training import validation
 
 logger = logging.getLogger("keras_bert")
@@ -40,7 +40,7 @@ def resolve_config(config: BertConfig | str | None, vocab_file: str | None = Non
     >>> resolve_config("huge")
     Traceback (most recent call last):
     ...
-    keras_bert.errors.ArgumentError: config 'huge' is neither a preset (...) nor a config file.
+    keras_bert.core.errors.ArgumentError: config 'huge' is neither a preset (...) nor a config file.
     """
     if isinstance(config, BertConfig):
         return config

@@ -23,9 +23,9 @@ import keras
 import tensorflow as tf
 import tqdm
 
-from keras_bert import io as kb_io
 from keras_bert.checkpoints.training_runs import CHECKPOINT_PREFIX, by_position
-from keras_bert.errors import ArgumentError, CheckpointError
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError, CheckpointError
 from keras_bert.training import distribute
 
 logger = logging.getLogger("keras_bert")
@@ -293,7 +293,7 @@ class MetricsLogger(keras.callbacks.Callback):
             self._writer.flush()
         if self.jsonl_path:
             with open(self.jsonl_path, "a", encoding="utf-8") as f:
-                f.write(kb_io.json_text(record, sort_keys=False) + "\n")
+                f.write(fileio.json_text(record, sort_keys=False) + "\n")
         self.model.reset_metrics()
         self._window_start = step
         self._window_time = time.monotonic()

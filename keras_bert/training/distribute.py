@@ -17,8 +17,8 @@ import urllib.parse
 
 import tensorflow as tf
 
-from keras_bert.errors import ArgumentError
-from keras_bert.precision import (
+from keras_bert.core.errors import ArgumentError
+from keras_bert.core.precision import (
     AUTO,
     FLOAT32,
     MIXED_BFLOAT16,

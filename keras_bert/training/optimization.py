@@ -17,7 +17,7 @@ from keras import ops
 
 # Variables whose name contains one of these get no weight decay (LayerNorm gamma/beta
 # and biases); defined with the task models, whose default `compile` uses it too.
-from keras_bert.models import WEIGHT_DECAY_EXCLUDED
+from keras_bert.model.models import WEIGHT_DECAY_EXCLUDED
 from keras_bert.training.options import OPTIMIZERS
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from keras_bert.options import OptionChecks
-from keras_bert.precision import TRAINING_PRECISIONS
+from keras_bert.core.checks import OptionChecks
+from keras_bert.core.precision import TRAINING_PRECISIONS
 
 OPTIMIZERS = ("adamw", "lamb")
 # Strategy names (keras_bert.training.distribute makes them tf.distribute strategies).

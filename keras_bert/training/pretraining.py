@@ -24,10 +24,10 @@ import time
 import keras
 import tensorflow as tf
 
-from keras_bert import io
-from keras_bert.config import BertConfig
-from keras_bert.errors import ArgumentError
-from keras_bert.losses import pretraining_losses
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError
+from keras_bert.model.config import BertConfig
+from keras_bert.model.losses import pretraining_losses
 from keras_bert.training import distribute, validation
 from keras_bert.training.building import (
     build_dataset,
@@ -218,7 +218,7 @@ class Pretraining:
         output_dir = os.fspath(output_dir)
         vocab_file = vocab_file and os.fspath(vocab_file)
         init_checkpoint = init_checkpoint and os.fspath(init_checkpoint)
-        io.check_writable(output_dir, kind="directory", what="output_dir")
+        fileio.check_writable(output_dir, kind="directory", what="output_dir")
         # Multi-worker and TPU strategies configure the runtime: before any other TF op.
         if isinstance(strategy, str):
             strategy = distribute.resolve_strategy(strategy, tpu)
@@ -260,7 +260,7 @@ class Pretraining:
                            or info.settings.get("max_predictions_per_seq", 20))
         self.is_chief = distribute.is_chief(strategy)
         settings = run_settings(options, next_sentence, bert_config, info,
-                                vocab_source and io.file_sha256(vocab_source), init_checkpoint)
+                                vocab_source and fileio.file_sha256(vocab_source), init_checkpoint)
         self.start_kind = self.run_directory.start_kind(settings, overwrite=overwrite,
                                                         resume=resume)
         self._replace_previous = self.start_kind in ("restarted", "overwrote")
@@ -352,9 +352,9 @@ class Pretraining:
         output_dir, options = self.output_dir, self.options
         metrics_path = self.run_directory.metrics
         if (not self._replace_previous and self.start_step >= self.total_steps
-                and io.exists(metrics_path)):
+                and fileio.exists(metrics_path)):
             logger.info("%s already finished at step %d.", output_dir, self.start_step)
-            return io.read_json(metrics_path)
+            return fileio.read_json(metrics_path)
         if self.is_chief:
             self._prepare_output_dir()
         if self._replace_previous:
@@ -391,7 +391,7 @@ class Pretraining:
                    "num_replicas": self.strategy.num_replicas_in_sync}
         if self.is_chief:
             self.run_directory.export_encoder(self.model.encoder)
-            io.write_json(metrics_path, metrics)
+            fileio.write_json(metrics_path, metrics)
         return metrics
 
 

@@ -34,12 +34,12 @@ import shutil
 
 import tensorflow as tf
 
-from keras_bert import io
 from keras_bert.checkpoints import KERAS_BERT_CONFIG, KERAS_BERT_WEIGHTS, save_encoder
 from keras_bert.checkpoints.training_runs import CHECKPOINTS, RUN_CONFIG
-from keras_bert.config import BertConfig
-from keras_bert.encoder import BertEncoder
-from keras_bert.errors import MismatchError, OutputError
+from keras_bert.core import fileio
+from keras_bert.core.errors import MismatchError, OutputError
+from keras_bert.model.config import BertConfig
+from keras_bert.model.encoder import BertEncoder
 from keras_bert.training import validation
 from keras_bert.training.options import PretrainingOptions
 
@@ -94,7 +94,7 @@ def _checkpoint_name(init_checkpoint: str) -> str:
     'uncased_L-12_H-768_A-12/bert_model.ckpt'
     """
     path = os.path.normpath(init_checkpoint.rstrip("/"))
-    if io.isdir(path):
+    if fileio.isdir(path):
         return os.path.basename(path)
     return "/".join([os.path.basename(os.path.dirname(path)), os.path.basename(path)])
 
@@ -140,10 +140,10 @@ def _differences(old: dict, new: dict) -> dict[str, str]:
 
 def _read_run_config(output_dir: str) -> dict | None:
     path = os.path.join(output_dir, RUN_CONFIG)
-    if not io.exists(path):
+    if not fileio.exists(path):
         return None
     try:
-        record = io.read_json(path)
+        record = fileio.read_json(path)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise OutputError(f"{path} is unreadable ({e}); remove it, or overwrite the run in "
                           f"{output_dir}.") from None
@@ -154,8 +154,8 @@ def _has_state(output_dir: str) -> bool:
     """Whether a run directory holds anything of value: a checkpoint or a trained
     encoder (a start that died before its first checkpoint leaves neither)."""
     return bool(tf.train.latest_checkpoint(os.path.join(output_dir, CHECKPOINTS))
-                or io.exists(os.path.join(output_dir, METRICS))
-                or io.exists(os.path.join(output_dir, KERAS_BERT_CONFIG)))
+                or fileio.exists(os.path.join(output_dir, METRICS))
+                or fileio.exists(os.path.join(output_dir, KERAS_BERT_CONFIG)))
 
 
 def _now() -> str:
@@ -198,8 +198,8 @@ class RunDirectory:
         settings and neither `overwrite` nor (for a new step count only) `resume` allows
         going on."""
         output_dir = self.path
-        record = _read_run_config(output_dir) if io.isdir(output_dir) else None
-        if not (io.isdir(output_dir) and _has_state(output_dir)):
+        record = _read_run_config(output_dir) if fileio.isdir(output_dir) else None
+        if not (fileio.isdir(output_dir) and _has_state(output_dir)):
             return "started" if record is None else "restarted"
         if overwrite:
             return "overwrote"
@@ -234,8 +234,8 @@ class RunDirectory:
         chief's part of starting): removes the previous run's files if
         `replace_previous`, copies the vocab in and records `run_config` as the latest
         start in `run_config.json`. A failure puts the previous run's files back."""
-        io.makedirs(self.path)
-        io.remove_stale_temporaries(self.path, owned=lambda name: name in _TEMPORARIES)
+        fileio.makedirs(self.path)
+        fileio.remove_stale_temporaries(self.path, owned=lambda name: name in _TEMPORARIES)
         aside = self._move_previous_aside(kind) if replace_previous else None
         try:
             self._copy_vocab()
@@ -251,9 +251,9 @@ class RunDirectory:
         """Saves the encoder into the directory itself (beside the run's other files),
         each file renamed into place complete, the config last since it marks the
         directory as a keras_bert checkpoint. The staging directory is a hidden temporary
-        that `io.remove_stale_temporaries` clears if the process dies mid-way."""
+        that `fileio.remove_stale_temporaries` clears if the process dies mid-way."""
         output_dir = self.path
-        staging = io.temporary_path(os.path.join(output_dir, "encoder"))
+        staging = fileio.temporary_path(os.path.join(output_dir, "encoder"))
         os.makedirs(staging)
         try:
             target = os.path.join(staging, "encoder")
@@ -269,20 +269,20 @@ class RunDirectory:
         if self.vocab_source and os.path.abspath(self.vocab_source) == os.path.abspath(
                 os.path.join(self.path, VOCAB_FILE)):
             names.remove(VOCAB_FILE)  # the given vocab itself: not the run's copy
-        return [n for n in names if io.exists(os.path.join(self.path, n))]
+        return [n for n in names if fileio.exists(os.path.join(self.path, n))]
 
     def _move_previous_aside(self, kind: str) -> str | None:
         """Moves the old run's files into a hidden temporary directory (removed once the
-        new run is set up; `io.remove_stale_temporaries` clears one a crash leaves).
+        new run is set up; `fileio.remove_stale_temporaries` clears one a crash leaves).
         Remote directories cannot rename directories: their old files are removed."""
         output_dir, names = self.path, self._run_files()
-        if io.is_remote(output_dir):
+        if fileio.is_remote(output_dir):
             gfile = tf.io.gfile
             for name in names:
                 path = os.path.join(output_dir, name)
                 (gfile.rmtree if gfile.isdir(path) else gfile.remove)(path)
             return None
-        aside = io.temporary_path(os.path.join(output_dir, "previous-run"))
+        aside = fileio.temporary_path(os.path.join(output_dir, "previous-run"))
         os.makedirs(aside)
         for name in names:
             os.replace(os.path.join(output_dir, name), os.path.join(aside, name))
@@ -304,9 +304,9 @@ class RunDirectory:
         target = os.path.join(self.path, VOCAB_FILE)
         if not source or os.path.abspath(source) == os.path.abspath(target):
             return
-        if io.exists(target) and io.file_sha256(target) == io.file_sha256(source):
+        if fileio.exists(target) and fileio.file_sha256(target) == fileio.file_sha256(source):
             return
-        with io.open_file(source, "rb") as f, io.atomic_write(target, "wb") as copy:
+        with fileio.open_file(source, "rb") as f, fileio.atomic_write(target, "wb") as copy:
             shutil.copyfileobj(f, copy)
 
     def _write_run_config(self, run_config: dict, kind: str, start_step: int) -> None:
@@ -317,4 +317,4 @@ class RunDirectory:
             starts = previous.get("starts") or [{"time": None, "kind": "started",
                                                   "start_step": 0, **previous}]
         start = {"time": _now(), "kind": kind, "start_step": start_step, **run_config}
-        io.write_json(path, {**run_config, "starts": [*starts, start]})
+        fileio.write_json(path, {**run_config, "starts": [*starts, start]})

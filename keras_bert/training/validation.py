@@ -4,7 +4,7 @@ problem instead of a crash (or silent garbage) hours into a run.
 `inspect_pretraining_data` reads the schema, sequence length and token ids of the
 TFRecords (and the `pretraining_data*.json` sidecar written beside them, if any) and
 checks that no file is cut short; the `check_*` functions compare them with the model
-config, the vocab files and the batch. Every error is a `keras_bert.errors` type that
+config, the vocab files and the batch. Every error is a `keras_bert.core.errors` type that
 names the fields and files involved: `DataError` for malformed data, `MismatchError` for
 inputs that do not belong together, `ArgumentError` for a value out of range.
 """
@@ -22,16 +22,16 @@ import numpy as np
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
-from keras_bert import io
-from keras_bert.config import BertConfig
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError, DataError, MismatchError
 from keras_bert.data.tfrecords import (
     MASKED_LM_FEATURES,
     PRETRAINING_SCHEMA,
     SIDECAR_PATTERN,
     check_shard_sizes,
 )
-from keras_bert.errors import ArgumentError, DataError, MismatchError
-from keras_bert.tokenization import load_vocab
+from keras_bert.model.config import BertConfig
+from keras_bert.text.tokenizer import load_vocab
 
 logger = logging.getLogger("keras_bert")
 
@@ -109,7 +109,7 @@ def corrupt_record(path: str, size: int | None = None) -> str | None:
     >>> corrupt_record(path)
     'record 3 (at byte 52) needs 26 bytes but the file ends after 18; the file is cut short or corrupted'
     """
-    if io.is_remote(path):
+    if fileio.is_remote(path):
         return None
     size = os.path.getsize(path) if size is None else size
     position, number = 0, 0
@@ -190,11 +190,11 @@ def _schema_of(path: str, record: bytes) -> tuple[int, int | None]:
 
 def _read_sidecar(files: list[str]) -> tuple[str | None, dict]:
     directory = os.path.dirname(files[0])
-    names = sorted(n.rstrip("/") for n in io.listdir(directory or "."))
+    names = sorted(n.rstrip("/") for n in fileio.listdir(directory or "."))
     for name in fnmatch.filter(names, SIDECAR_PATTERN):
         path = os.path.join(directory, name)
         try:
-            return path, io.read_json(path)
+            return path, fileio.read_json(path)
         except (json.JSONDecodeError, UnicodeDecodeError):
             continue
     return None, {}
@@ -242,8 +242,8 @@ def inspect_pretraining_data(file_pattern: str, sample_records: int = 2000
     >>> info.max_seq_length, info.max_predictions_per_seq  # doctest: +SKIP
     (128, 20)
     """
-    files = io.expand_patterns(file_pattern, what="input_file")
-    sizes = [io.file_size(f) for f in files]
+    files = fileio.expand_patterns(file_pattern, what="input_file")
+    sizes = [fileio.file_size(f) for f in files]
     shapes = {}
     for path in files[:_FILES_CHECKED]:
         shapes[path] = _schema_of(path, _first_record(path))
@@ -274,7 +274,7 @@ def check_data_flags(info: PretrainingDataInfo, *, max_seq_length: int | None = 
     >>> check_data_flags(info, max_seq_length=64)
     Traceback (most recent call last):
     ...
-    keras_bert.errors.MismatchError: a.tfrecord holds sequences of length 128, but max_seq_length is 64; ...
+    keras_bert.core.errors.MismatchError: a.tfrecord holds sequences of length 128, but max_seq_length is 64; ...
     """
     where = info.files[0]
     if max_seq_length is not None and max_seq_length != info.max_seq_length:
@@ -301,7 +301,7 @@ def check_data_fits_model(info: PretrainingDataInfo, config: BertConfig,
     >>> check_data_fits_model(info, BertConfig(vocab_size=8000))
     Traceback (most recent call last):
     ...
-    keras_bert.errors.MismatchError: a.tfrecord holds token id 29000, but the model's vocab_size is 8000: ...
+    keras_bert.core.errors.MismatchError: a.tfrecord holds token id 29000, but the model's vocab_size is 8000: ...
     """
     where = info.files[0]
     source = _source(config_source)
@@ -350,9 +350,9 @@ def checkpoint_vocab_file(init_checkpoint: str) -> str | None:
     True
     """
     path = os.fspath(init_checkpoint)
-    directory = path if io.isdir(path) else os.path.dirname(path)
+    directory = path if fileio.isdir(path) else os.path.dirname(path)
     candidate = os.path.join(directory, VOCAB_FILE)
-    return candidate if io.exists(candidate) and not io.isdir(candidate) else None
+    return candidate if fileio.exists(candidate) and not fileio.isdir(candidate) else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -390,7 +390,7 @@ def check_vocab(vocab_file: str | None, config: BertConfig,
     >>> check_vocab(str(path), BertConfig(vocab_size=64))
     Traceback (most recent call last):
     ...
-    keras_bert.errors.MismatchError: vocab_file ... has 100 tokens but the model's embedding table has 64 rows ...
+    keras_bert.core.errors.MismatchError: vocab_file ... has 100 tokens but the model's embedding table has 64 rows ...
     """
     vocabs = []
     if vocab_file:
@@ -399,7 +399,7 @@ def check_vocab(vocab_file: str | None, config: BertConfig,
     if checkpoint_vocab:
         vocabs.append(_Vocab("the init_checkpoint's vocab", checkpoint_vocab, "",
                              vocab_size_of(checkpoint_vocab)))
-    vocabs = [dataclasses.replace(v, sha256=io.file_sha256(v.path)) for v in vocabs]
+    vocabs = [dataclasses.replace(v, sha256=fileio.file_sha256(v.path)) for v in vocabs]
     data_vocab = (info.vocab or {}) if info else {}
     recorded, recorded_size = data_vocab.get("sha256"), data_vocab.get("size")
     if recorded:
@@ -456,7 +456,7 @@ def check_batch(global_batch_size: int, num_replicas: int,
     >>> check_batch(30, num_replicas=4)
     Traceback (most recent call last):
     ...
-    keras_bert.errors.ArgumentError: train_batch_size 30 is not divisible by the 4 replicas ...
+    keras_bert.core.errors.ArgumentError: train_batch_size 30 is not divisible by the 4 replicas ...
     """
     if global_batch_size < 1:
         raise ArgumentError(f"train_batch_size must be >= 1, got {global_batch_size}.",

@@ -11,7 +11,7 @@ batch 32, 3 epochs, and, for small tasks, the best of several restarts on dev.
   `keras-bert evaluate`, `predict`, `export` and `attention`.
 """
 
-from keras_bert.lazy import lazy_exports
+from keras_bert.core.lazy import lazy_exports
 
 # public name -> the module that defines it (loaded on first use).
 _EXPORTS = {

@@ -14,8 +14,8 @@ from keras_bert.checkpoints import (
     checkpoint_vocab,
     read_config,
 )
-from keras_bert.config import PRESETS, BertConfig
-from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
+from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError
+from keras_bert.model.config import PRESETS, BertConfig
 from keras_bert.tasks.base import Task
 from keras_bert.tasks.finetuning.run_directory import is_run_directory, load_finetuned
 
@@ -83,7 +83,7 @@ def model_source(checkpoint: str | None, preset: str | None, vocab_file: str | N
                                 field="preset")
         if not vocab_file:
             raise ArgumentError("a preset has no vocab; give vocab_file.", field="vocab_file")
-        from keras_bert.tokenization import load_vocab
+        from keras_bert.text.tokenizer import load_vocab
 
         config = BertConfig.from_preset(preset, vocab_size=len(load_vocab(vocab_file)))
         vocab, owner = vocab_file, f"the preset {preset!r}"

@@ -9,10 +9,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from keras_bert.config import BertConfig
-from keras_bert.errors import ArgumentError
-from keras_bert.options import OptionChecks
-from keras_bert.precision import PRECISIONS
+from keras_bert.core.checks import OptionChecks
+from keras_bert.core.errors import ArgumentError
+from keras_bert.core.precision import PRECISIONS
+from keras_bert.model.config import BertConfig
 
 if TYPE_CHECKING:  # tasks.base loads TensorFlow; the command line reads these options first
     from keras_bert.tasks.base import FeatureSettings, Task

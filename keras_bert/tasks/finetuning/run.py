@@ -25,11 +25,11 @@ import warnings
 import keras
 import tensorflow as tf
 
-from keras_bert import io
 from keras_bert.checkpoints import load_encoder
-from keras_bert.encoder import BertEncoder
-from keras_bert.errors import DataError, Terminated
-from keras_bert.precision import bfloat16_cpu_note
+from keras_bert.core import fileio
+from keras_bert.core.errors import DataError, Terminated
+from keras_bert.core.precision import bfloat16_cpu_note
+from keras_bert.model.encoder import BertEncoder
 from keras_bert.tasks.base import Features, Task, feature_dataset, log_truncation
 from keras_bert.tasks.finetuning.inputs import TaskSource, model_source
 from keras_bert.tasks.finetuning.options import FinetuneOptions
@@ -51,7 +51,7 @@ from keras_bert.tasks.finetuning.scoring import (
     write_metrics,
 )
 from keras_bert.tasks.registry import get_task
-from keras_bert.tokenization import BertTokenizer
+from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.training.optimization import create_optimizer
 from keras_bert.training.run_directory import LOGS
 from keras_bert.training.tracing import TraceClock
@@ -65,7 +65,7 @@ _DEFAULT_OPTIONS = FinetuneOptions()
 
 class RunTerminated(Terminated):
     """SIGTERM arrived while `Finetuning.run` was training or writing (see
-    `keras_bert.errors.Terminated`); nothing of the run is left on disk."""
+    `keras_bert.core.errors.Terminated`); nothing of the run is left on disk."""
 
 
 class _Termination(keras.callbacks.Callback):
@@ -325,7 +325,7 @@ class Finetuning:
         def write(directory):
             model.save(os.path.join(directory, MODEL_FILE))
             shutil.copyfile(self.vocab_file, os.path.join(directory, "vocab.txt"))
-            io.write_json(os.path.join(directory, CONFIG_FILE), record)
+            fileio.write_json(os.path.join(directory, CONFIG_FILE), record)
             for split in self.dev:
                 self.task.write_predictions(split.examples, results[split.name]["predictions"],
                                             os.path.join(directory,
@@ -334,7 +334,7 @@ class Finetuning:
             if os.path.isdir(logs):
                 shutil.copytree(logs, os.path.join(directory, LOGS))
 
-        io.atomic_directory(self.output_dir, write, overwrite=self.overwrite)
+        fileio.atomic_directory(self.output_dir, write, overwrite=self.overwrite)
         return metrics
 
     def _record(self, seed: int, history: list) -> dict:
@@ -389,4 +389,4 @@ class _DevScore(keras.callbacks.Callback):
 
 
 def _absolute(path: str | None) -> str | None:
-    return path if not path or io.is_remote(path) else os.path.abspath(path)
+    return path if not path or fileio.is_remote(path) else os.path.abspath(path)

@@ -14,13 +14,13 @@ from collections.abc import Mapping
 
 import keras
 
-from keras_bert import io
 from keras_bert.checkpoints.native import check_keras_archive
-from keras_bert.errors import DataError, InputNotFoundError, MismatchError, OutputError
+from keras_bert.core import fileio
+from keras_bert.core.errors import DataError, InputNotFoundError, MismatchError, OutputError
 from keras_bert.tasks.base import Features, FeatureSettings, Task, log_truncation
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.registry import get_task
-from keras_bert.tokenization import BertTokenizer
+from keras_bert.text.tokenizer import BertTokenizer
 
 MODEL_FILE = "model.keras"
 CONFIG_FILE = "finetune_config.json"
@@ -34,7 +34,7 @@ logger = logging.getLogger("keras_bert")
 
 def temporary_logs(output_dir: str) -> str:
     """A fresh hidden directory name beside `output_dir` for the run's logs."""
-    return io.temporary_path(output_dir + LOGS_SUFFIX)
+    return fileio.temporary_path(output_dir + LOGS_SUFFIX)
 
 
 def remove_leftovers(output_dir: str) -> list[str]:
@@ -47,18 +47,18 @@ def remove_leftovers(output_dir: str) -> list[str]:
     parent, name = os.path.split(os.path.abspath(output_dir))
     if not os.path.isdir(parent):
         return []
-    # io.atomic_directory moves a replaced directory aside as ".<name>.old.tmp-*/previous".
+    # fileio.atomic_directory moves a replaced directory aside as ".<name>.old.tmp-*/previous".
     aside = name + ".old"
     if not os.path.exists(output_dir):
         for entry in sorted(os.listdir(parent)):
             previous = os.path.join(parent, entry, "previous")
-            if io.temporary_target(entry) == aside and os.path.isdir(previous):
+            if fileio.temporary_target(entry) == aside and os.path.isdir(previous):
                 os.replace(previous, output_dir)
                 logger.warning("Restored %s, the run an interrupted overwrite had moved "
                                "aside.", output_dir)
                 break
     owned = {name, name + LOGS_SUFFIX, aside}
-    removed = io.remove_stale_temporaries(parent, owned=lambda target: target in owned)
+    removed = fileio.remove_stale_temporaries(parent, owned=lambda target: target in owned)
     for path in removed:
         logger.info("Removed %s, left by an interrupted run.", path)
     return removed
@@ -95,12 +95,12 @@ def read_record(path: str, fields: Mapping[str, type] = RECORD_FIELDS) -> dict:
     >>> read_record(run)
     Traceback (most recent call last):
     ...
-    keras_bert.errors.DataError: .../finetune_config.json:2: is not valid JSON (line 2, column 12: Expecting ':' delimiter); ...
+    keras_bert.core.errors.DataError: .../finetune_config.json:2: is not valid JSON (line 2, column 12: Expecting ':' delimiter); ...
     """
     config_path = os.path.join(path, CONFIG_FILE)
     remedy = "copy it again from where the run was written, or re-run `keras-bert finetune`"
     try:
-        record = io.read_json(config_path)
+        record = fileio.read_json(config_path)
     except json.JSONDecodeError as e:
         raise DataError(f"is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}); "
                         f"{remedy}.", path=config_path, line=e.lineno) from None
@@ -122,7 +122,7 @@ def read_record(path: str, fields: Mapping[str, type] = RECORD_FIELDS) -> dict:
 def check_output_dir(output_dir: str, overwrite: bool) -> None:
     """Refuses an `output_dir` that cannot be written, or that holds files (another
     run's or not) unless `overwrite`."""
-    io.check_writable(output_dir, kind="directory", what="output_dir")
+    fileio.check_writable(output_dir, kind="directory", what="output_dir")
     if os.path.isdir(output_dir) and os.listdir(output_dir) and not overwrite:
         what = "another fine-tuning run" if os.path.isfile(
             os.path.join(output_dir, CONFIG_FILE)) else "files"
@@ -172,7 +172,7 @@ def load_finetuned(path: str, task: str | None = None) -> FinetunedModel:
     # The task models register their Keras classes on import; some task modules import
     # them only when they build a model, so a fresh `keras-bert predict` process of a
     # SQuAD model would not know BertSpanLabeler.
-    import keras_bert.models  # noqa: F401
+    import keras_bert.model.models  # noqa: F401
     model = keras.models.load_model(model_path, compile=False)
     tokenizer = BertTokenizer(os.path.join(path, "vocab.txt"), lower_case=record["lower_case"])
     return FinetunedModel(path, model, saved, tokenizer, options.feature_settings(), record)

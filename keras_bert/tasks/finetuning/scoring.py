@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import keras
 
-from keras_bert import io
+from keras_bert.core import fileio
 from keras_bert.tasks.base import (
     Features,
     FeatureSettings,
@@ -80,6 +80,6 @@ def prediction_file(task: Task, split: str) -> str:
 def write_metrics(path: str, metrics: dict) -> None:
     """Writes metrics.json as strict JSON: a metric that is not a number (a correlation
     of constant predictions, say) is null, with its reason beside it."""
-    io.write_json(path, io.strict_json(metrics, reason=(
+    fileio.write_json(path, fileio.strict_json(metrics, reason=(
         "not a number: the metric is undefined on these predictions (e.g. a correlation "
         "of constant predictions)")))

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_bert import io
-from keras_bert.errors import ArgumentError
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError
 from keras_bert.tasks.base import Features, FeatureSettings
 from keras_bert.tasks.squad.features import check_settings
 from keras_bert.tasks.squad.reading import SquadExample
@@ -321,18 +321,18 @@ def write_squad_predictions(predictions: Sequence[SquadPrediction], path: str,
     >>> p = SquadPrediction("q1", "Ann", "Ann", None, (NbestEntry("Ann", 1.0, 2.0, 3.0),))
     >>> [os.path.basename(f) for f in write_squad_predictions([p], path)]
     ['predictions.json', 'nbest_predictions.json']
-    >>> io.read_json(path)
+    >>> fileio.read_json(path)
     {'q1': 'Ann'}
     """
     path = os.fspath(path)
     directory = os.path.dirname(path)
     written = [path, os.path.join(directory, "nbest_predictions.json")]
-    io.write_json(path, {p.qid: p.text for p in predictions}, sort_keys=False)
-    io.write_json(written[1], {p.qid: [e.as_dict() for e in p.nbest] for p in predictions},
+    fileio.write_json(path, {p.qid: p.text for p in predictions}, sort_keys=False)
+    fileio.write_json(written[1], {p.qid: [e.as_dict() for e in p.nbest] for p in predictions},
                   sort_keys=False)
     if version_2:
         written.append(os.path.join(directory, "null_odds.json"))
-        io.write_json(written[2], {p.qid: p.null_odds for p in predictions}, sort_keys=False)
+        fileio.write_json(written[2], {p.qid: p.null_odds for p in predictions}, sort_keys=False)
     return written
 
 

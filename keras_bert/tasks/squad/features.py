@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 from keras_bert.tasks.base import TRUNCATED_TOKENS, TRUNCATION_LIMIT, Features, FeatureSettings
 from keras_bert.tasks.squad.reading import SquadExample
 from keras_bert.tasks.windows import max_context_windows, window_spans

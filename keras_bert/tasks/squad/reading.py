@@ -16,8 +16,8 @@ import json
 import logging
 import os
 
-from keras_bert import io
-from keras_bert.errors import DataError, InputNotFoundError
+from keras_bert.core import fileio
+from keras_bert.core.errors import DataError, InputNotFoundError
 
 logger = logging.getLogger("keras_bert")
 
@@ -145,7 +145,7 @@ def read_squad(path: str, labelled: bool = True, version_2: bool = True
 
     >>> import tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "dev.json")
-    >>> io.write_json(path, {"version": "1.1", "data": [{"title": "t", "paragraphs": [
+    >>> fileio.write_json(path, {"version": "1.1", "data": [{"title": "t", "paragraphs": [
     ...     {"context": "Ann ran home.", "qas": [{"id": "q1", "question": "Who ran?",
     ...      "answers": [{"text": "Ann", "answer_start": 0}]}]}]}]})
     >>> examples, stats = read_squad(path)
@@ -153,10 +153,10 @@ def read_squad(path: str, labelled: bool = True, version_2: bool = True
     ('Ann', 0, 1)
     """
     path = os.fspath(path)
-    if not io.exists(path):
+    if not fileio.exists(path):
         raise InputNotFoundError(f"No SQuAD file at {path!r}.")
     try:
-        with io.open_file(path) as f:
+        with fileio.open_file(path) as f:
             data = json.load(f)
     except json.JSONDecodeError as e:
         raise DataError(f"not valid JSON: {e.msg} (column {e.colno}).", path=path,

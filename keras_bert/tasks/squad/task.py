@@ -10,7 +10,7 @@ import math
 import os
 from collections.abc import Sequence
 
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 from keras_bert.tasks.base import Features, FeatureSettings, Task
 from keras_bert.tasks.squad.decoding import (
     SquadPrediction,
@@ -113,7 +113,7 @@ class SquadTask(Task):
     def build_model(self, encoder, **kwargs):
         """A `BertSpanLabeler` on `encoder` (its default loss: the mean of the start and
         end cross-entropies, as in the paper)."""
-        from keras_bert.models import BertSpanLabeler
+        from keras_bert.model.models import BertSpanLabeler
 
         return BertSpanLabeler(encoder, **kwargs)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 
-from keras_bert.errors import DataError
+from keras_bert.core.errors import DataError
 from keras_bert.tasks.squad.reading import SquadExample, SquadReadStats, labelled_example
 from keras_bert.tasks.tfds_source import (
     TfdsLayout,

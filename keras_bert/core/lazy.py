@@ -7,7 +7,7 @@ siblings. The `keras-bert` command relies on this to print its help at once.
 
 Example (in a package's `__init__.py`):
 
-    from keras_bert.lazy import lazy_exports
+    from keras_bert.core.lazy import lazy_exports
 
     _EXPORTS = {"Pretraining": "keras_bert.training.pretraining", ...}
     __all__ = sorted(_EXPORTS)

@@ -14,14 +14,14 @@ Example:
 >>> check_precision("bf16")
 Traceback (most recent call last):
 ...
-keras_bert.errors.ArgumentError: precision must be one of float32, mixed_bfloat16, got 'bf16'.
+keras_bert.core.errors.ArgumentError: precision must be one of float32, mixed_bfloat16, got 'bf16'.
 """
 
 from __future__ import annotations
 
 import functools
 
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 
 FLOAT32 = "float32"
 MIXED_BFLOAT16 = "mixed_bfloat16"

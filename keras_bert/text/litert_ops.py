@@ -10,7 +10,7 @@ path in integer built-in ops and three tensorflow-text kernels (`LITERT_TEXT_OPS
 
 * `TFText>ByteSplitWithOffsets` gives the bytes; `decode_utf8` decodes them (a maximal
   invalid subsequence is one U+FFFD, as `tf.strings.unicode_decode(errors="replace")`);
-* the code points go through `keras_bert.unicode_tables`' tables (those of
+* the code points go through `keras_bert.text.unicode_tables`' tables (those of
   `BertTokenizer`), with the final sigma and NFD's canonical reordering in integer ops;
 * the words are encoded to UTF-8 bytes and joined into strings by
   `TFText>NgramsStringJoin` (`join_bytes`); `FastWordpieceTokenizeWithOffsets` without
@@ -28,8 +28,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.python.ops.ngrams_op import gen_ngrams_op
 
-from keras_bert.tokenization import BertTokenizer
-from keras_bert.unicode_tables import (
+from keras_bert.text.tokenizer import BertTokenizer
+from keras_bert.text.unicode_tables import (
     CASED,
     FINAL_SIGMA,
     SIGMA,
@@ -39,7 +39,7 @@ from keras_bert.unicode_tables import (
     TwoLevelTable,
     basic_tokenizer_tables,
 )
-from keras_bert.vocab_io import UNK_TOKEN
+from keras_bert.text.vocab import UNK_TOKEN
 
 # The tensorflow-text ops this module's graphs use; each has a LiteRT kernel that
 # `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS` registers.
@@ -165,7 +165,7 @@ def apply_map(cmap: CodepointMap, cps, source):
 
 
 def _final_sigma(cps, rows, classes):
-    """str.lower()'s final sigma (see `keras_bert.basic_tokenizer`), without scatter."""
+    """str.lower()'s final sigma (see `keras_bert.text.basic_tokenizer`), without scatter."""
     n = tf.size(cps)
     counted = classes != SKIPPED
     positions = tf.concat([_i32(tf.where(counted)[:, 0]), [n]], axis=0)
@@ -429,7 +429,7 @@ def concat_rows(a, b):
 
 
 def pack(segments, seq_length: int, cls_id: int, sep_id: int, pad_id: int):
-    """`keras_bert.preprocessing.pack_inputs` (google-research/bert's longest-first
+    """`keras_bert.text.packing.pack_inputs` (google-research/bert's longest-first
     truncation) in LiteRT's ops, cut to the batch's longest input as `ServingModule.pack`
     cuts it. One or two int32 ragged segments; int32 [batch, longest] outputs."""
     budget = seq_length - len(segments) - 1

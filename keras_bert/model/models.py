@@ -13,9 +13,9 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from keras_bert.encoder import INPUT_NAMES, BertEncoder
-from keras_bert.layers import MaskedLMHead
-from keras_bert.losses import pretraining_losses
+from keras_bert.model.encoder import INPUT_NAMES, BertEncoder
+from keras_bert.model.layers import MaskedLMHead
+from keras_bert.model.losses import pretraining_losses
 
 # Variables whose name contains one of these get no weight decay: the LayerNorm scale and
 # offset (Keras names them gamma/beta) and every bias, the masked-LM output bias included.
@@ -123,7 +123,7 @@ class BertPretrainer(BertTask):
 
     `split_features` turns the pretraining reader's flat feature dict into the
     `(x, y, sample_weight)` that `fit` takes; with the default loss
-    (`keras_bert.losses.MaskedLMLoss`), the MLM loss is averaged over the real
+    (`keras_bert.model.losses.MaskedLMLoss`), the MLM loss is averaged over the real
     predictions (`masked_lm_weights`) of the whole global batch, as in the original.
 
     Example:
@@ -263,7 +263,7 @@ class BertSpanLabeler(BertTask):
 
     Outputs `start_logits` and `end_logits`, float32 [batch, seq]. Labels are the start
     and end token indices; SQuAD v2 "no answer" examples point both at [CLS] (index 0).
-    Decode predictions with `keras_bert.postprocessing.best_span`.
+    Decode predictions with `keras_bert.tasks.squad.best_span`.
 
     Example:
 

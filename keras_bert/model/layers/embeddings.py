@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_bert.layers.dropout import BertDropout
+from keras_bert.model.layers.dropout import BertDropout
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

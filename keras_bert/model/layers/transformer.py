@@ -3,8 +3,8 @@
 import keras
 import tensorflow as tf
 
-from keras_bert.layers.attention import BertSelfAttention, attention_output_spec, dense_rows
-from keras_bert.layers.dropout import BertDropout
+from keras_bert.model.layers.attention import BertSelfAttention, attention_output_spec, dense_rows
+from keras_bert.model.layers.dropout import BertDropout
 
 _SQRT_HALF = 0.7071067811865476
 _TANH_GELU_A = 1.5957691216057308  # 2 * sqrt(2 / pi)
@@ -80,7 +80,7 @@ class TransformerBlock(keras.layers.Layer):
 
     Example:
 
-    >>> from keras_bert.layers.attention import attention_bias
+    >>> from keras_bert.model.layers.attention import attention_bias
     >>> block = TransformerBlock(num_heads=2, intermediate_size=32)
     >>> x = keras.ops.ones((2, 4, 8))
     >>> tuple(block(x, attention_bias(keras.ops.ones((2, 4)))).shape)

@@ -11,8 +11,8 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 
-from keras_bert import io as kb_io
-from keras_bert.errors import InputNotFoundError, VocabError
+from keras_bert.core import fileio
+from keras_bert.core.errors import InputNotFoundError, VocabError
 
 PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN = (
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -43,17 +43,17 @@ def load_vocab(vocab_file: str | os.PathLike) -> list[str]:
     >>> load_vocab(path)
     Traceback (most recent call last):
     ...
-    keras_bert.errors.VocabError: ...vocab.txt:4: the token '[UNK]' is on lines 2 and 4; ...
+    keras_bert.core.errors.VocabError: ...vocab.txt:4: the token '[UNK]' is on lines 2 and 4; ...
     """
     path = os.fspath(vocab_file)
-    if kb_io.isdir(path):
+    if fileio.isdir(path):
         raise InputNotFoundError(
             f"The vocabulary file {path!r} is a directory; give the vocab.txt in it, e.g. "
             f"{os.path.join(path, 'vocab.txt')!r}.")
-    if not kb_io.exists(path):
+    if not fileio.exists(path):
         raise InputNotFoundError(f"No vocabulary file at {path!r}; pass the path of a "
                                  "Google-style vocab.txt (one WordPiece token per line).")
-    with kb_io.open_file(path, "rb") as f:
+    with fileio.open_file(path, "rb") as f:
         data = f.read()
     try:
         text = data.decode("utf-8")
@@ -92,7 +92,7 @@ def without_byte_order_mark(vocab_file: str | os.PathLike) -> str:
     True
     """
     path = os.fspath(vocab_file)
-    with kb_io.open_file(path, "rb") as f:
+    with fileio.open_file(path, "rb") as f:
         if f.read(len(codecs.BOM_UTF8)) != codecs.BOM_UTF8:
             return path
         data = f.read()
@@ -117,7 +117,7 @@ def check_unique_tokens(tokens: Sequence[str], path: str | None = None) -> None:
     >>> check_unique_tokens(["[PAD]", "[UNK]", "a", "[PAD]"])
     Traceback (most recent call last):
     ...
-    keras_bert.errors.VocabError: the token '[PAD]' is at ids 0 and 3; ...
+    keras_bert.core.errors.VocabError: the token '[PAD]' is at ids 0 and 3; ...
     """
     positions: dict[str, list[int]] = {}
     for i, token in enumerate(tokens):

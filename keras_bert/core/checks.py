@@ -22,11 +22,11 @@ Example:
 >>> Options(steps=0, rate=2.0)
 Traceback (most recent call last):
 ...
-keras_bert.errors.ArgumentError: Invalid toy options: steps must be >= 1, got 0; rate must be in [0.0, 1.0], got 2.0.
+keras_bert.core.errors.ArgumentError: Invalid toy options: steps must be >= 1, got 0; rate must be in [0.0, 1.0], got 2.0.
 >>> Options(steps="3")
 Traceback (most recent call last):
 ...
-keras_bert.errors.ArgumentError: Invalid toy options: steps must be an integer, got '3'.
+keras_bert.core.errors.ArgumentError: Invalid toy options: steps must be an integer, got '3'.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import dataclasses
 import math
 import numbers
 
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 
 # annotation -> (accepted types, what the message calls it)
 _KINDS = {

@@ -8,8 +8,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.config import BertConfig
-from keras_bert.layers import BertEmbeddings, BertPooler, TransformerBlock, attention_bias
+from keras_bert.model.config import BertConfig
+from keras_bert.model.layers import BertEmbeddings, BertPooler, TransformerBlock, attention_bias
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from keras_bert.errors import InputNotFoundError, OutputError, OutputExistsError
+from keras_bert.core.errors import InputNotFoundError, OutputError, OutputExistsError
 
 _TEMPORARY_MARK = ".tmp-"
 
@@ -114,7 +114,7 @@ def expand_patterns(patterns: str | os.PathLike | Iterable[str], what: str = "in
     >>> expand_patterns(f"{root}/*.csv", what="corpus")
     Traceback (most recent call last):
     ...
-    keras_bert.errors.InputNotFoundError: corpus pattern '.../*.csv' matches no file.
+    keras_bert.core.errors.InputNotFoundError: corpus pattern '.../*.csv' matches no file.
     """
     if isinstance(patterns, (str, os.PathLike)):
         patterns = os.fspath(patterns).split(",")
@@ -406,7 +406,7 @@ def check_writable(path: str | os.PathLike, kind: str = "file", what: str | None
     >>> check_writable(tempfile.mkdtemp(), kind="file", what="output")
     Traceback (most recent call last):
     ...
-    keras_bert.errors.OutputError: output '...' is a directory; give a file path.
+    keras_bert.core.errors.OutputError: output '...' is a directory; give a file path.
     """
     path = os.fspath(path)
     label = f"{what} {path!r}" if what else repr(path)

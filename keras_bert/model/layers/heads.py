@@ -4,8 +4,8 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from keras_bert.layers.attention import dense_rows
-from keras_bert.layers.transformer import get_activation
+from keras_bert.model.layers.attention import dense_rows
+from keras_bert.model.layers.transformer import get_activation
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

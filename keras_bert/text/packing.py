@@ -14,8 +14,8 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert.tokenization import BertTokenizer
-from keras_bert.vocab_io import CLS_TOKEN, PAD_TOKEN, SEP_TOKEN
+from keras_bert.text.tokenizer import BertTokenizer
+from keras_bert.text.vocab import CLS_TOKEN, PAD_TOKEN, SEP_TOKEN
 
 TRUNCATION_METHODS = ("longest_first", "round_robin", "waterfall")
 

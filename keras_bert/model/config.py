@@ -12,9 +12,9 @@ import json
 import os
 from typing import Any
 
-from keras_bert import io
-from keras_bert.errors import ArgumentError, DataError, InputNotFoundError
-from keras_bert.options import OptionChecks
+from keras_bert.core import fileio
+from keras_bert.core.checks import OptionChecks
+from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError
 
 # Activation names used inside keras_bert. "gelu" is the exact (erf) GELU that Hugging
 # Face means by "gelu"; "gelu_tanh" is the tanh approximation that google-research/bert's
@@ -262,7 +262,7 @@ class BertConfig:
                    "hf": self.to_hf_dict}
         if format not in writers:
             raise ArgumentError(f"format must be one of {sorted(writers)}, got {format!r}.")
-        io.write_json(path, writers[format]())
+        fileio.write_json(path, writers[format]())
 
 
 def _preset(layers, hidden, heads=None):

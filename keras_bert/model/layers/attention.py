@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from keras_bert.layers.dropout import BertDropout
+from keras_bert.model.layers.dropout import BertDropout
 
 # The additive mask google-research/bert applies to padded keys before the softmax.
 MASK_BIAS = -10000.0

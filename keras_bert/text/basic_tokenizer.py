@@ -4,11 +4,11 @@
 spaces, puts spaces around CJK ideographs, splits on whitespace, if uncased applies
 `str.lower()`, NFD and drops nonspacing marks, and splits off every punctuation
 character. Here the code points are mapped through tables generated from Python's
-`unicodedata` by those very rules (`keras_bert.unicode_tables`; built once per process
+`unicodedata` by those very rules (`keras_bert.text.unicode_tables`; built once per process
 and embedded in traced graphs), with the two context-dependent steps done explicitly:
 the final-sigma rule of `str.lower()` and the canonical reordering of NFD. `Words` keeps,
 for every output character, the input character it came from, so that
-`keras_bert.tokenization.BertTokenizer` can give offsets into the input.
+`keras_bert.text.tokenizer.BertTokenizer` can give offsets into the input.
 
 Input bytes that are not valid UTF-8 are read like a lenient decoder: each invalid
 sequence becomes U+FFFD, which BERT's cleaning deletes.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_bert.unicode_tables import (
+from keras_bert.text.unicode_tables import (
     CASED,
     FINAL_SIGMA,
     NEEDS_REORDER,

@@ -1,5 +1,5 @@
 """google-research/bert's `BasicTokenizer` rules, character by character, as code-point
-tables for TF ops (used by `keras_bert.tokenization`'s exact path).
+tables for TF ops (used by `keras_bert.text.tokenizer`'s exact path).
 
 Every rule of `BasicTokenizer` that looks at one character at a time (cleaning, spaces
 around CJK ideographs and punctuation, `str.lower()`, NFD, dropping nonspacing marks) is

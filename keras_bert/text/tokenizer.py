@@ -22,13 +22,13 @@ How (measured, see benchmarks/tokenizer_throughput.py):
   so such strings take it directly (the "fast path").
 * Every other string takes the "exact path": its code points are mapped through
   tables generated from Python's `unicodedata` by the very rules of `BasicTokenizer`
-  (`keras_bert.unicode_tables`; built once per process and embedded in traced graphs),
+  (`keras_bert.text.unicode_tables`; built once per process and embedded in traced graphs),
   with the two context-dependent steps done explicitly: the final-sigma rule of
-  `str.lower()` and the canonical reordering of NFD (`keras_bert.basic_tokenizer`). The
+  `str.lower()` and the canonical reordering of NFD (`keras_bert.text.basic_tokenizer`). The
   words then go to a `FastWordpieceTokenizer` without its own pre-tokenization.
 
 The result is identical to FullTokenizer run on the same Python (its Unicode version).
-`load_vocab` (reading a vocab.txt) and the special tokens live in `keras_bert.vocab_io`.
+`load_vocab` (reading a vocab.txt) and the special tokens live in `keras_bert.text.vocab`.
 
 Input bytes that are not valid UTF-8 are read like a lenient decoder: each invalid
 sequence becomes U+FFFD, which BERT's cleaning deletes. FullTokenizer, given such
@@ -45,11 +45,11 @@ from collections.abc import Sequence
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from keras_bert.basic_tokenizer import Words, basic_tokenize, map_strings, row_ids
-from keras_bert.core_wordpiece import CoreWordpiece
-from keras_bert.errors import VocabError
-from keras_bert.unicode_tables import basic_tokenizer_tables
-from keras_bert.vocab_io import (
+from keras_bert.core.errors import VocabError
+from keras_bert.text.basic_tokenizer import Words, basic_tokenize, map_strings, row_ids
+from keras_bert.text.core_wordpiece import CoreWordpiece
+from keras_bert.text.unicode_tables import basic_tokenizer_tables
+from keras_bert.text.vocab import (
     CLS_TOKEN,
     MASK_TOKEN,
     PAD_TOKEN,
@@ -283,7 +283,7 @@ class BertTokenizer(tf.Module):
 
         For SavedModels served by images without tensorflow-text's ops (stock TF Serving
         registers FastBertNormalize only from 2.12): every string takes the exact path,
-        with `keras_bert.core_wordpiece.CoreWordpiece` for WordPiece. Same ids and
+        with `keras_bert.text.core_wordpiece.CoreWordpiece` for WordPiece. Same ids and
         offsets, slower. `get_config` of it rebuilds the default tokenizer.
 
         >>> vocab = ["[PAD]", "[UNK]", "the", "great", "##est", "!", "cafe"]

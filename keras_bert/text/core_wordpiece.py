@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from keras_bert.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError
 
 SUFFIX_INDICATOR = "##"
 
@@ -37,7 +37,7 @@ class CoreWordpiece(tf.Module):
 
     Gives the same pieces and byte offsets as tensorflow-text's
     `FastWordpieceTokenizer(vocab, token_out_type=tf.int32, no_pretokenization=True)` for
-    words in valid UTF-8 (such as `keras_bert.basic_tokenizer.Words` produces), but
+    words in valid UTF-8 (such as `keras_bert.text.basic_tokenizer.Words` produces), but
     measures the word limit in characters, as google-research/bert does.
 
     Args:

@@ -22,10 +22,10 @@ import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 from tqdm.auto import tqdm
 
-from keras_bert import io as kb_io
-from keras_bert.basic_tokenizer import basic_tokenize
-from keras_bert.errors import ArgumentError, DataError
-from keras_bert.vocab_io import (
+from keras_bert.core import fileio
+from keras_bert.core.errors import ArgumentError, DataError
+from keras_bert.text.basic_tokenizer import basic_tokenize
+from keras_bert.text.vocab import (
     CLS_TOKEN,
     MASK_TOKEN,
     PAD_TOKEN,
@@ -190,7 +190,7 @@ def learn_vocab(corpus: str | Sequence[str], vocab_size: int, lower_case: bool =
         raise ArgumentError(f"vocab_size={vocab_size} leaves no room beyond the "
                             f"{len(reserved)} reserved tokens; raise vocab_size or lower "
                             "num_unused.", field="vocab_size")
-    files = kb_io.expand_patterns(corpus, what="corpus")
+    files = fileio.expand_patterns(corpus, what="corpus")
     binary = [f for f in files if _is_binary(f)]
     if binary:
         raise DataError("not a text file (it holds NUL bytes); give plain or gzip UTF-8 "
@@ -235,7 +235,7 @@ def _drop_rarest(pieces: list[str], keep: int) -> list[str]:
 
 
 def write_vocab(tokens: Iterable[str], path: str | os.PathLike) -> None:
-    """Writes one token per line, atomically (`keras_bert.io.atomic_write`: a hidden
+    """Writes one token per line, atomically (`keras_bert.core.fileio.atomic_write`: a hidden
     temporary file renamed into place), locally or to any `tf.io.gfile` filesystem.
 
     Raises:
@@ -251,6 +251,6 @@ def write_vocab(tokens: Iterable[str], path: str | os.PathLike) -> None:
         raise ArgumentError(f"Tokens {bad[:5]!r} are empty or have surrounding whitespace; "
                             "they would not read back from a vocab.txt.", field="tokens")
     check_unique_tokens(tokens)
-    kb_io.check_writable(path, kind="file", what="vocab file")
-    with kb_io.atomic_write(path) as f:
+    fileio.check_writable(path, kind="file", what="vocab file")
+    with fileio.atomic_write(path) as f:
         f.write("".join(t + "\n" for t in tokens))

@@ -1,0 +1,10 @@
+"""The bottom of the package, what every stage shares; it imports no model, data or
+training code:
+
+- `errors`: keras_bert's exceptions (a user's mistake vs a failure; `Terminated`);
+- `fileio`: local and remote paths, atomic writes and directories, strict JSON,
+  checksums;
+- `checks`: range checks of options dataclasses, named by field;
+- `lazy`: package facades that load a name's module on first use;
+- `precision`: the dtype policies (float32, mixed_bfloat16) and their checks.
+"""

@@ -1,0 +1,12 @@
+"""The network (Keras 3 layers and ops):
+
+- `config`: `BertConfig`, presets and config files (keras_bert, Google, Hugging Face);
+- `layers`: embeddings, self-attention, the transformer block, the pooler and heads;
+- `encoder`: `BertEncoder`, the functional encoder with TF Hub input/output names;
+- `models`: the task models on the encoder (pretraining, classification, spans,
+  tokens, multiple choice, features);
+- `losses`: the pretraining objective with global averages.
+
+Keras finds these classes in a `.keras` file once their module is loaded: `import
+keras_bert.model.models` before `keras.saving.load_model`.
+"""
