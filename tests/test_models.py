@@ -177,7 +177,7 @@ def test_feature_extractor_leaves_the_callers_encoder_trainable(tiny_config):
 
 
 def test_one_weight_decay_exclusion_list(tiny_config):
-    from keras_bert import models
+    from keras_bert.model import models
     from keras_bert.training import optimization
 
     assert optimization.WEIGHT_DECAY_EXCLUDED is models.WEIGHT_DECAY_EXCLUDED

@@ -409,7 +409,7 @@ def test_every_code_point_equals_google_basic_tokenizer(lower_case):
 def test_the_ideograph_shortcut_of_the_tables_is_what_the_full_rules_give():
     # BasicTokenizerTables takes CJK ideographs (most assigned code points) by a shortcut:
     # each must be what the per-character rules make of it, in this Python's Unicode.
-    from keras_bert import unicode_tables as ut
+    from keras_bert.text import unicode_tables as ut
 
     plain = 0
     for low, high in ut.CJK_RANGES:
