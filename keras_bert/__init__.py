@@ -27,7 +27,7 @@ model after naming its class or its module, e.g.:
     import keras_bert.model.models  # the encoder, its layers and the task models
     model = keras.saving.load_model("classifier.keras")
 
-(`keras_bert.text.packing` holds `BertPreprocessor`, `keras_bert.tasks.tagging` the
+(`keras_bert.text.packing` holds `BertPreprocessor`, `keras_bert.tasks.tagging.task` the
 feature-based tagger; `load_finetuned` loads a fine-tuning run directory.)
 """
 

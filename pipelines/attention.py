@@ -71,6 +71,7 @@ def _check_text(args) -> None:
 
 def _finetuned_encoder(path):
     """(encoder, vocab file, lower case) of a fine-tuned run directory."""
+    from keras_bert.checkpoints import checkpoint_vocab
     from keras_bert.model.encoder import BertEncoder
     from keras_bert.tasks.finetuning import load_finetuned
 
@@ -78,7 +79,7 @@ def _finetuned_encoder(path):
     encoder = getattr(run.model, "encoder", None)
     if not isinstance(encoder, BertEncoder):
         encoder = next(layer for layer in run.model.layers if isinstance(layer, BertEncoder))
-    return encoder, os.path.join(path, "vocab.txt"), run.record["lower_case"]
+    return encoder, checkpoint_vocab(path), run.record["lower_case"]
 
 
 def run(args) -> int:

@@ -38,6 +38,7 @@ from keras_bert.core.errors import ArgumentError, OutputError
 from keras_bert.data.options import PretrainingDataOptions
 from keras_bert.pipelines.flags import (
     add_boolean,
+    blame,
     library_logging,
     nonnegative_int,
     options_from_args,
@@ -129,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
     require_output_directory(args.output_dir, "--output_dir")
     # The library's messages (a stale temporary removed, too few documents) on stderr.
     with library_logging():
-        try:
+        # Shards of another run in --output_dir: its mistake (--overwrite replaces them).
+        with blame("output_dir", OutputError):
             if args.runner == "beam":
                 summary = _beam_module().create_pretraining_data_beam(
                     args.input_file, args.output_dir, args.vocab_file, options,
@@ -140,8 +142,6 @@ def run(args: argparse.Namespace) -> int:
                     num_workers=args.num_workers, shard_index=args.shard_index,
                     num_shards=args.num_shards, progress=args.progress,
                     overwrite=args.overwrite)
-        except OutputError as e:  # the library speaks of its arguments; this of its flags
-            raise type(e)(str(e).replace("set overwrite=True", "pass --overwrite")) from None
     seconds = time.monotonic() - start
     totals, skipped = summary["totals"], summary["input_stats"]
     instances = totals.get("instances", 0)

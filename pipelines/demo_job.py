@@ -13,6 +13,7 @@ import time
 from keras_bert.core.errors import OutputError
 from keras_bert.core.fileio import write_json
 from keras_bert.pipelines.flags import emit, say
+from keras_bert.text.vocab import VOCAB_FILE
 
 DEFAULT_SOURCES = ("stdlib", "numpy", "tensorflow", "keras")
 METRICS_FILE = "demo_metrics.json"
@@ -75,7 +76,7 @@ def demo_paths(out: str) -> dict[str, str]:
     --export_dir instead)."""
     return {"corpus": os.path.join(out, "corpus", "train.txt"),
             "heldout_corpus": os.path.join(out, "corpus", "heldout.txt"),
-            "vocab": os.path.join(out, "vocab.txt"),
+            "vocab": os.path.join(out, VOCAB_FILE),
             "train_data": os.path.join(out, "data", "train"),
             "heldout_data": os.path.join(out, "data", "heldout"),
             "pretrain_run": os.path.join(out, "pretrain"),

@@ -27,6 +27,7 @@ from keras_bert.pipelines.demo_evaluation import (
 )
 from keras_bert.pipelines.demo_job import EXPORT_NAME, DemoJob
 from keras_bert.pipelines.flags import emit, json_progress_callback, say
+from keras_bert.text.vocab import VOCAB_FILE
 
 
 def _fraction(part: int, whole: int) -> float:
@@ -60,7 +61,7 @@ def build_corpus(job: DemoJob) -> None:
         if len(dev_task) < 10 * len(settings.sources):
             raise DataError(f"the held-out documents give only {len(dev_task)} task "
                             "sentences; raise --max_corpus_mb.")
-        from keras_bert.tasks.library import write_split
+        from keras_bert.tasks.glue.library import write_split
 
         os.makedirs(paths["task_data"], exist_ok=True)
         write_split(os.path.join(paths["task_data"], "train.tsv"), train_task)
@@ -170,11 +171,12 @@ def pretrain(job: DemoJob):
     callback = json_progress_callback("pretrain", settings.num_train_steps,
                                       every=max(1, settings.num_train_steps // 30))
     pretraining.fit(callbacks=[callback] if callback else [])
-    if not os.path.exists(os.path.join(paths["random_init"], "vocab.txt")):
+    random_init_vocab = os.path.join(paths["random_init"], VOCAB_FILE)
+    if not os.path.exists(random_init_vocab):
         from keras_bert.checkpoints import save_encoder
 
         save_encoder(untrained.encoder, paths["random_init"])
-        shutil.copyfile(paths["vocab"], os.path.join(paths["random_init"], "vocab.txt"))
+        shutil.copyfile(paths["vocab"], random_init_vocab)
     say(f"  -> {paths['pretrain_run']} (checkpoints/, the encoder, metrics.json, "
         "TensorBoard logs/)")
     return pretraining.model, untrained
@@ -239,7 +241,7 @@ def finetune(job: DemoJob):
     with the same budget (or their finished runs reused): report["finetune"]. Returns
     the task."""
     from keras_bert.tasks.finetuning import METRICS_FILE, FinetuneOptions, Finetuning
-    from keras_bert.tasks.library import LibraryTask
+    from keras_bert.tasks.glue.library import LibraryTask
 
     settings, paths, c = job.settings, job.paths, job.report["corpus"]
     task = LibraryTask(settings.sources)

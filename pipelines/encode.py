@@ -13,7 +13,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 import numpy as np
@@ -123,6 +122,7 @@ def run(args) -> int:
     from keras_bert.checkpoints import (
         check_vocab_matches,
         checkpoint_lower_case,
+        checkpoint_vocab,
         load_encoder,
         read_config,
     )
@@ -136,9 +136,8 @@ def run(args) -> int:
         require_output_file(args.output, "--output")
     model = args.model or _default_model()
     config = read_config(model)  # names a missing or unrecognised --model first
-    model_dir = model if os.path.isdir(model) else os.path.dirname(model)
-    vocab = args.vocab_file or os.path.join(model_dir, "vocab.txt")
-    if not args.vocab_file and not os.path.isfile(vocab):
+    vocab = args.vocab_file or checkpoint_vocab(model)
+    if vocab is None:
         raise InputNotFoundError(f"the model {model!r} has no vocab.txt beside it; pass "
                                  "--vocab_file")
     require_file(vocab, "--vocab_file")

@@ -43,6 +43,7 @@ from keras_bert.pipelines.flags import (
     EXIT_INTERRUPTED,
     SIGNAL_EXIT_CODES,
     add_boolean,
+    blame,
     emit,
     json_progress_callback,
     library_logging,
@@ -125,15 +126,12 @@ def run(args: argparse.Namespace) -> int:
     require_task_data(args)
     options = options_from_args(FinetuneOptions, args)
     with library_logging():
-        try:
+        with blame("output_dir", OutputError):  # e.g. it holds another run: --overwrite
             finetuning = Finetuning(
                 args.task, args.data_dir, args.output_dir, checkpoint=args.checkpoint,
                 preset=args.preset, options=options, vocab_file=args.vocab_file,
                 lower_case=args.do_lower_case, overwrite=args.overwrite,
                 progress=args.progress, tfds=args.tfds, tfds_data_dir=args.tfds_data_dir)
-        except OutputError as e:  # the library speaks of its arguments; this of its flags
-            raise type(e)(str(e).replace("overwrite=True", "--overwrite")
-                          .replace("output_dir ", "--output_dir ", 1)) from None
         # --json: a progress event per epoch (with the dev metrics as val_*).
         progress = json_progress_callback(
             "finetune", round(finetuning.steps_per_epoch() * options.num_train_epochs),

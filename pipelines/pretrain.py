@@ -28,6 +28,7 @@ from keras_bert.pipelines.flags import (
     EXIT_TERMINATED,
     SIGNAL_EXIT_CODES,
     add_boolean,
+    blame,
     json_progress_callback,
     library_logging,
     nonnegative_float,
@@ -114,17 +115,16 @@ def run(args: argparse.Namespace) -> int:
     require_output_directory(args.output_dir, "--output_dir")
     # The run's own messages (strategy, resuming at step N, a stop signal) go to stderr.
     with library_logging():
+        # A run in --output_dir made with other settings is --output_dir's mistake (the
+        # message names --resume and --overwrite: see field_flags.in_flag_terms).
         try:
-            pretraining = Pretraining(
-                args.input_file, args.output_dir, args.config,
-                options_from_args(PretrainingOptions, args),
-                vocab_file=args.vocab_file, strategy=args.strategy, tpu=args.tpu,
-                init_checkpoint=args.init_checkpoint, progress=args.progress,
-                overwrite=args.overwrite, resume=args.resume)
-        except MismatchError as e:
-            # The library speaks of its arguments; the command of its flags.
-            raise MismatchError(str(e).replace("resume=True", "--resume")
-                                .replace("overwrite=True", "--overwrite")) from None
+            with blame("output_dir", MismatchError):
+                pretraining = Pretraining(
+                    args.input_file, args.output_dir, args.config,
+                    options_from_args(PretrainingOptions, args),
+                    vocab_file=args.vocab_file, strategy=args.strategy, tpu=args.tpu,
+                    init_checkpoint=args.init_checkpoint, progress=args.progress,
+                    overwrite=args.overwrite, resume=args.resume)
         except ConnectionError as e:  # an unreachable --tpu is the user's address to fix
             raise ArgumentError(str(e), field="tpu") from None
         # --json: a progress event per logging window (and the last step).

@@ -17,7 +17,7 @@ import tensorflow as tf
 from conftest import REPO
 
 from keras_bert.pipelines import demo_corpus
-from keras_bert.tasks.library import LibraryTask
+from keras_bert.tasks.glue.library import LibraryTask
 
 SMALL = ["--num_train_steps", "250", "--train_batch_size", "32", "--max_corpus_mb", "0.6",
          "--vocab_size", "1500", "--task_examples_per_class", "150",

@@ -27,7 +27,7 @@ from conftest import REPO
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.cli import main
 from keras_bert.tasks.finetuning import CONFIG_FILE, MODEL_FILE, FinetuneOptions
-from keras_bert.tasks.multiple_choice import SwagExample, SwagTask
+from keras_bert.tasks.multiple_choice.task import SwagExample, SwagTask
 from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
 
 VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")

@@ -1,5 +1,5 @@
 """The SQuAD `serve_text`: windows over passages of any length, decoded in the graph as
-`keras-bert predict` decodes them (keras_bert.export.question_answering).
+`keras-bert predict` decodes them (keras_bert.tasks.squad.serving).
 
 The reference is the package's prediction path: `squad_features` (run_squad's windows,
 in numpy) and `decode_squad` (run_squad's n-best rules, in Python) on the Keras model's
@@ -20,11 +20,11 @@ from conftest import REPO
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.export import ExportSource
-from keras_bert.export.question_answering import BLANK_PATTERN
 from keras_bert.export.signatures import ServingModule
 from keras_bert.model.models import BertSpanLabeler
 from keras_bert.tasks.base import FeatureSettings
 from keras_bert.tasks.squad import SquadExample, decode_squad, squad_features
+from keras_bert.tasks.squad.serving import BLANK_PATTERN
 from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
 
 VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")

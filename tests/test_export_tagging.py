@@ -25,9 +25,9 @@ from conftest import REPO
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.cli import main
-from keras_bert.export.word_labels import split_words, whitespace_code_points
 from keras_bert.tasks.finetuning import CONFIG_FILE, MODEL_FILE, FinetuneOptions
 from keras_bert.tasks.registry import get_task
+from keras_bert.tasks.tagging.serving import split_words, whitespace_code_points
 from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
 
 VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")

@@ -1,4 +1,4 @@
-"""SWAG's blank-ending rule (`keras_bert.tasks.multiple_choice`), the same in every path
+"""SWAG's blank-ending rule (`keras_bert.tasks.multiple_choice.task`), the same in every path
 that answers a multiple-choice example from text: `keras-bert predict` (and `evaluate`),
 the SavedModel's `serve_text` and the LiteRT `serve_text`.
 
@@ -25,7 +25,7 @@ from keras_bert import BertEncoder
 from keras_bert.cli import main
 from keras_bert.tasks.base import FeatureSettings
 from keras_bert.tasks.finetuning import MODEL_FILE
-from keras_bert.tasks.multiple_choice import (
+from keras_bert.tasks.multiple_choice.task import (
     BLANK_ENDINGS,
     SwagExample,
     SwagTask,

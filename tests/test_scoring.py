@@ -8,7 +8,7 @@ from keras_bert.model.config import BertConfig
 from keras_bert.model.encoder import BertEncoder
 from keras_bert.tasks.base import Features, FeatureSettings, feature_dataset, length_order
 from keras_bert.tasks.finetuning.scoring import predict_split
-from keras_bert.tasks.glue import GlueExample
+from keras_bert.tasks.glue.task import GlueExample
 from keras_bert.tasks.registry import get_task
 from keras_bert.training.tracing import TraceClock
 

@@ -9,7 +9,7 @@ from keras_bert import BertConfig, BertEncoder, BertTokenizer
 from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError
 from keras_bert.model.models import BertClassifier
 from keras_bert.tasks.base import FeatureSettings, feature_dataset, truncation_report
-from keras_bert.tasks.glue import GLUE_TASKS, GlueTask
+from keras_bert.tasks.glue.task import GLUE_TASKS, GlueTask
 
 DATA = os.path.join(REPO, "tests", "data", "tasks", "glue")
 SHARED_GLUE = os.path.join(SHARED_DATA, "glue")

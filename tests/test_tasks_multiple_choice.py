@@ -10,7 +10,7 @@ from keras_bert import BertConfig, BertEncoder
 from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.model.models import BertMultipleChoice
 from keras_bert.tasks.base import FeatureSettings, feature_dataset
-from keras_bert.tasks.multiple_choice import SwagExample, SwagTask
+from keras_bert.tasks.multiple_choice.task import SwagExample, SwagTask
 
 DATA = os.path.join(REPO, "tests", "data", "tasks", "swag")
 HEADER = (",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,"

@@ -25,10 +25,10 @@ from keras_bert.core.errors import (  # noqa: E402
     MismatchError,
 )
 from keras_bert.tasks.base import FeatureSettings  # noqa: E402
-from keras_bert.tasks.glue import GLUE_TFDS_FEATURES, GlueExample  # noqa: E402
+from keras_bert.tasks.glue.task import GLUE_TFDS_FEATURES, GlueExample  # noqa: E402
 from keras_bert.tasks.registry import get_task  # noqa: E402
 from keras_bert.tasks.squad import SquadExample  # noqa: E402
-from keras_bert.tasks.tagging import NerExample  # noqa: E402
+from keras_bert.tasks.tagging.task import NerExample  # noqa: E402
 from keras_bert.tasks.tfds_source import tfds_examples, tfds_split_name  # noqa: E402
 
 SETTINGS = FeatureSettings(max_seq_length=32)

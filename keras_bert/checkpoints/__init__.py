@@ -11,7 +11,8 @@ names and shapes.
 - `model_garden`: tf-models-official's object-based TF2 checkpoints of its encoders.
 - `native`: keras_bert's own directory (`save_encoder`) and `keras-bert pretrain`'s
   training checkpoints (`RUN/checkpoints/ckpt-STEP`).
-- `vocab`: a checkpoint's vocab.txt, its casing, and the check that a vocab fits it.
+- `vocab`: `checkpoint_vocab`, the one rule for finding the vocab of a checkpoint or
+  run directory; its casing; and the check that a vocab fits it.
 - `loading`: format detection and the entry points `read_config`, `load_encoder`,
   `load_pretrainer`; `describe_export`, what an export given as a checkpoint is.
 """

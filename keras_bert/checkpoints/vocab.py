@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import os
 
+from keras_bert.core import fileio
 from keras_bert.core.errors import VocabMismatchError
+from keras_bert.text.vocab import VOCAB_FILE
 
 
 def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: str, *,
@@ -26,7 +28,7 @@ def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: s
     Example:
 
     >>> import tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> path = os.path.join(tempfile.mkdtemp(), VOCAB_FILE)
     >>> _ = open(path, "w").write("[PAD]\\n[UNK]\\n[CLS]\\n[SEP]\\n")
     >>> check_vocab_matches(path, 30522, "the model 'bert-base'")
     Traceback (most recent call last):
@@ -62,22 +64,35 @@ def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: s
 
 
 def checkpoint_vocab(path: str | os.PathLike) -> str | None:
-    """The vocab.txt that came with a checkpoint (beside it, or in the run directory of
-    a `keras-bert pretrain` training checkpoint), or None.
+    """The vocab file (`VOCAB_FILE`) that came with a checkpoint or run directory, or
+    None: the one in `path` when it is a directory (any checkpoint directory, a
+    `keras-bert finetune` or `keras-bert pretrain` run directory), else the one beside
+    it (a checkpoint file, or a TF checkpoint prefix such as Google's `bert_model.ckpt`);
+    failing those, the one in the `keras-bert pretrain` run directory `path` is in
+    (`RUN/checkpoints`, `RUN/checkpoints/ckpt-STEP`). Paths may be local or anything
+    `tf.io.gfile` opens (gs://, ...). Every command finds a model's vocab by this rule.
 
     Example:
 
-    >>> checkpoint_vocab("/nonexistent/model") is None
+    >>> import tempfile
+    >>> run = tempfile.mkdtemp()
+    >>> checkpoint = os.path.join(run, "checkpoints", "ckpt-200")
+    >>> checkpoint_vocab(checkpoint) is None
+    True
+    >>> _ = open(os.path.join(run, "run_config.json"), "w").write("{}")
+    >>> _ = open(os.path.join(run, VOCAB_FILE), "w").write("[PAD]\\n")
+    >>> checkpoint_vocab(checkpoint) == os.path.join(run, VOCAB_FILE)
+    True
+    >>> checkpoint_vocab(os.path.join(run, "bert_model.ckpt")) == os.path.join(run, VOCAB_FILE)
     True
     """
     path = os.fspath(path)
-    directory = path if os.path.isdir(path) else os.path.dirname(path)
-    candidate = os.path.join(directory, "vocab.txt")
-    if os.path.isfile(candidate):
-        return candidate
-    run_dir = _pretraining_run(path)
-    candidate = run_dir and os.path.join(run_dir, "vocab.txt")
-    return candidate if candidate and os.path.isfile(candidate) else None
+    directory = path if fileio.isdir(path) else os.path.dirname(path)
+    for place in (directory, _pretraining_run(path)):
+        candidate = place is not None and os.path.join(place, VOCAB_FILE)
+        if candidate and fileio.exists(candidate) and not fileio.isdir(candidate):
+            return candidate
+    return None
 
 
 def _pretraining_run(path: str) -> str | None:

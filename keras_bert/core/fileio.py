@@ -241,7 +241,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "w"):
 
     Example:
 
-    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> path = os.path.join(tempfile.mkdtemp(), "tokens.txt")
     >>> with atomic_write(path) as f:
     ...     _ = f.write("[PAD]\\n")
     >>> open(path).read()

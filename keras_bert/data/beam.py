@@ -36,7 +36,7 @@ travels inside the pipeline, so workers need no access to the launcher's files.
 Example:
 
 >>> summary = create_pretraining_data_beam(  # doctest: +SKIP
-...     "gs://bucket/wiki/*.txt", "gs://bucket/pretraining", "vocab.txt",
+...     "gs://bucket/wiki/*.txt", "gs://bucket/pretraining", "uncased_L-12_H-768_A-12/vocab.txt",
 ...     PretrainingDataOptions(dupe_factor=5),
 ...     beam_options=["--runner=DataflowRunner", "--project=my-project",
 ...                   "--region=us-central1", "--temp_location=gs://bucket/tmp"])

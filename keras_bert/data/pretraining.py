@@ -219,7 +219,8 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
 
     Example:
 
-    >>> summary = create_pretraining_data("corpus/*.txt", "/tmp/pretraining", "vocab.txt",
+    >>> summary = create_pretraining_data(
+    ...     "corpus/*.txt", "/tmp/pretraining", "uncased_L-12_H-768_A-12/vocab.txt",
     ...     PretrainingDataOptions(dupe_factor=5))  # doctest: +SKIP
     >>> summary["totals"]["instances"]  # doctest: +SKIP
     51234

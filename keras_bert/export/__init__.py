@@ -3,9 +3,9 @@
 - `source`: `load_export_source` reads a checkpoint or fine-tuned run into an
   `ExportSource` (the model at its precision, the tokenizer, lengths, label names).
 - `signatures`: `ServingModule`, the `serving_default` (ids) and `serve_text` (raw
-  text, tokenized in-graph) signatures; the families whose `serve_text` does more have a
-  module each: `question_answering` (SQuAD over passages of any length, in windows),
-  `word_labels` (NER, a label per whitespace word), `multiple_choice` (SWAG endings).
+  text, tokenized in-graph) signatures; the families whose `serve_text` does more
+  keep it in their folder (`keras_bert.tasks.squad.serving`, `tasks.tagging.serving`,
+  `tasks.multiple_choice.serving`).
 - `hub`: the TF Hub pair: the reusable encoder SavedModel and its preprocessor.
 - `warmup`: TF Serving warmup requests (needs the `tensorflow-serving-api` extra).
 - `ops`: which ops a signature needs outside TensorFlow core, and the first
@@ -16,9 +16,9 @@
   get distinct ones; the temporaries of dead exports are removed).
 - `litert`: `export_litert`, the LiteRT (TensorFlow Lite) model
   `OUTPUT_DIR/NAME/VERSION/model.tflite` with the same signatures and card (weights
-  float32, int8 or float16), and `LiteRTModel` to run one; `litert_text` is BERT's
-  tokenizer, packing and word splitting in LiteRT's ops (`LiteTokenizer`);
-  `litert_tasks` the multiple choice, tagger and SQuAD `serve_text` in them.
+  float32, int8 or float16), and `LiteRTModel` to run one; BERT's tokenizer in
+  LiteRT's ops is `keras_bert.text.litert_ops`, and each family's LiteRT `serve_text`
+  its folder's `litert_serving`.
 - `onnx`: `export_onnx`, the ids signature as `OUTPUT_DIR/NAME/VERSION/model.onnx`
   through tf2onnx (the `onnx` extra, imported only when converting).
 """

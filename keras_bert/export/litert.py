@@ -11,7 +11,7 @@ signatures have the SavedModel's names, inputs and outputs:
 * `serve_text`: raw UTF-8 strings [batch], tokenized in the graph exactly like
   `BertTokenizer.tokenize` (`keras_bert.text.litert_ops`), for every family; multiple
   choice, the tagger and SQuAD (windows over passages, answers) are in
-  `keras_bert.export.litert_tasks`.
+  `keras_bert.tasks.tagging.litert_serving`.
 
 Built-in ops and tensorflow-text's LiteRT kernels only (`LITERT_TEXT_OPS`, registered
 by `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`), no Flex op: the export reads
@@ -45,12 +45,14 @@ import tensorflow as tf
 from keras_bert.core import fileio
 from keras_bert.core.errors import ArgumentError, KerasBertError
 from keras_bert.export.card import MODEL_CARD, describe_signature, model_card
-from keras_bert.export.litert_tasks import serve_choices, serve_questions, serve_words
 from keras_bert.export.saved_model import check_name
 from keras_bert.export.signatures import ServingModule
 from keras_bert.export.source import ExportSource
 from keras_bert.export.versions import claim_version
 from keras_bert.model.encoder import INPUT_NAMES
+from keras_bert.tasks.multiple_choice.litert_serving import serve_choices
+from keras_bert.tasks.squad.litert_serving import serve_questions
+from keras_bert.tasks.tagging.litert_serving import serve_words
 from keras_bert.text.litert_ops import LITERT_TEXT_OPS, LiteTokenizer, pack
 
 FORMAT = "litert"

@@ -40,6 +40,7 @@ from keras_bert.export.saved_model import check_name
 from keras_bert.export.signatures import ServingModule
 from keras_bert.export.source import ExportSource
 from keras_bert.export.versions import claim_version
+from keras_bert.text.vocab import VOCAB_FILE
 
 ONNX_FILE = "model.onnx"
 DEFAULT_OPSET = 17
@@ -154,7 +155,7 @@ def export_onnx(source: ExportSource, output_dir: str | os.PathLike, name: str,
         with open(os.path.join(directory, ONNX_FILE), "wb") as f:
             f.write(proto.SerializeToString())
         os.makedirs(os.path.join(directory, "assets"))
-        shutil.copyfile(source.vocab_file, os.path.join(directory, "assets", "vocab.txt"))
+        shutil.copyfile(source.vocab_file, os.path.join(directory, "assets", VOCAB_FILE))
         extra = os.path.join(directory, "assets.extra")
         os.makedirs(extra)
         fileio.write_json(os.path.join(extra, MODEL_CARD), card)

@@ -21,15 +21,15 @@ Outputs: encoder `pooled_output` [batch, H], `sequence_output` [batch, seq, H],
 (the label names stored in the model); regression `score`; span labeler
 `start_logits`, `end_logits` and, from `serve_text` (question as `text`, passage as
 `text_pair`), `answer`, `answer_start`, `answer_end`, `score` and `has_answer` over
-passages of any length (`keras_bert.export.question_answering`); tagger `logits` and
+passages of any length (`keras_bert.tasks.squad.serving`); tagger `logits` and
 per-token `labels` ("" on padding) from `serving_default`, and from `serve_text` a label
 per whitespace word with the words and their character offsets
-(`keras_bert.export.word_labels`).
+(`keras_bert.tasks.tagging.serving`).
 
 Multiple choice (SWAG) takes its ids as [batch, choices, seq] (any number of choices,
 each choice's row checked like a sequence above) and gives `logits` and
 `probabilities` [batch, choices] and `label`, the int32 index of the best choice; its
-`serve_text` is described in `keras_bert.export.multiple_choice`.
+`serve_text` is described in `keras_bert.tasks.multiple_choice.serving`.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ import tensorflow as tf
 
 from keras_bert.export.source import ExportSource
 from keras_bert.model.encoder import INPUT_NAMES
+from keras_bert.tasks.serving import string_batches
 from keras_bert.text.packing import pack_inputs
 
 
@@ -57,48 +58,12 @@ def _text_specs(names):
     return {name: tf.TensorSpec(None, tf.string, name=name) for name in names}
 
 
-def string_batches(inputs: dict) -> dict:
-    """The text inputs as [batch] vectors of strings; another rank, or a `text_pair`
-    with another number of strings than `text`, is INVALID_ARGUMENT naming the input."""
-    checks = [tf.debugging.assert_equal(tf.rank(value), 1, message=(
-        f"{name} must be a 1-D batch of strings, shape [batch]"))
-        for name, value in sorted(inputs.items())]
-    if "text_pair" in inputs:
-        checks.append(tf.debugging.assert_equal(
-            tf.size(inputs["text"]), tf.size(inputs["text_pair"]),
-            message="text_pair must hold one string per text"))
-    with tf.control_dependencies(checks):
-        return {name: tf.reshape(value, [-1]) for name, value in inputs.items()}
-
-
-def choice_string_batches(inputs: dict) -> dict:
-    """Multiple choice's text inputs: `text` and `text_pair` as [batch] vectors (as
-    `string_batches` checks them) and `endings` as a [batch, endings] matrix with at
-    least one column; another rank, batch size or no column is INVALID_ARGUMENT
-    naming the input."""
-    endings = inputs["endings"]
-    strings = string_batches({k: v for k, v in inputs.items() if k != "endings"})
-    shape = tf.shape(endings)
-    checks = [tf.debugging.assert_equal(tf.rank(endings), 2, message=(
-        "endings must be a 2-D batch of strings, shape [batch, endings]"))]
-    with tf.control_dependencies(checks):  # the shape is read only once the rank is 2
-        checks = [
-            tf.debugging.assert_equal(shape[0], tf.size(strings["text"]), message=(
-                "endings must hold one row of endings per text")),
-            tf.debugging.assert_positive(shape[-1], message=(
-                "endings must hold at least one ending per text (\"\" for none)")),
-        ]
-    with tf.control_dependencies(checks):
-        strings["endings"] = tf.reshape(endings, [-1, shape[-1]])
-    return strings
-
-
 # The families whose `serve_text` is more than "tokenize, pack, run": kind -> (module,
 # function(serving_module, inputs) -> outputs).
 _TEXT_SERVERS = {
-    "span_labeler": ("keras_bert.export.question_answering", "serve_questions"),
-    "tagger": ("keras_bert.export.word_labels", "serve_words"),
-    "multiple_choice": ("keras_bert.export.multiple_choice", "serve_choices"),
+    "span_labeler": ("keras_bert.tasks.squad.serving", "serve_questions"),
+    "tagger": ("keras_bert.tasks.tagging.serving", "serve_words"),
+    "multiple_choice": ("keras_bert.tasks.multiple_choice.serving", "serve_choices"),
 }
 
 

@@ -165,8 +165,8 @@ def _check_not_empty_or_an_export(path: str) -> None:
 def _check_run_vocab(path: str, vocab_file: str | os.PathLike) -> None:
     """A vocab given with a fine-tuned run must be the run's own (a copy will do): the
     run is exported with its own vocab.txt, and another vocab would not be used."""
-    own = os.path.join(path, "vocab.txt")
-    if os.path.isfile(own):  # else `load_finetuned` names what the run lacks
+    own = checkpoint_vocab(path)
+    if own is not None:  # else `load_finetuned` names what the run lacks
         check_vocab_matches(vocab_file, len(load_vocab(own)),
                             f"the fine-tuning run {path!r}", checkpoint=path, exact=True)
 
@@ -220,7 +220,7 @@ def _finetuned_source(path: str, precision: str, max_seq_length: int | None) -> 
                             "and [CLS], [SEP], [SEP]; give a larger --max_seq_length.",
                             field="max_seq_length")
     return ExportSource(model, kind, run.tokenizer,
-                        without_byte_order_mark(os.path.join(path, "vocab.txt")), seq,
+                        without_byte_order_mark(checkpoint_vocab(path)), seq,
                         source=path, task=task.name, **fields)
 
 

@@ -1,13 +1,20 @@
-"""Fine-tuning tasks of the paper (§4, §5.3), one module (or package) per family:
-reading the benchmark files, features, decoding and the official metrics.
+"""Fine-tuning tasks of the paper (§4, §5.3), one folder per family holding its reading,
+features, decoding, metrics hookup and serving (SavedModel and LiteRT `serve_text`):
+
+- `glue/`: sentence (pair) classification and regression: the nine GLUE tasks and the
+  demo's `library` task;
+- `squad/`: SQuAD v1.1 and v2.0: reading, windowed features, span decoding, serving;
+- `tagging/`: CoNLL-2003 NER: the task, its taggers, serving a label per word;
+- `multiple_choice/`: SWAG: the task, the blank-ending rule, serving.
+
+Shared by the families:
 
 - `base`: the `Task` interface, `Features` and the dynamically padded tf.data input.
-- `common`: what the families share: file readers, text-segment encoding, outputs.
+- `common`: file readers, text-segment encoding, outputs.
+- `windows`: the window rule over long passages and sentences; `litert_windows` the
+  same in LiteRT's int32 ops.
+- `serving`: the checks that turn `serve_text`'s inputs into batches of strings.
 - `tfds_source`: any task's examples from a prepared tensorflow-datasets dataset.
-- `glue`: the nine GLUE tasks (`library`: the demo's task in GLUE's layout).
-- `squad/`: SQuAD v1.1 and v2.0: reading, windowed features, span decoding.
-- `tagging`: CoNLL-2003 NER (`tagging_models`: its taggers and masked accuracy).
-- `multiple_choice`: SWAG.
 - `registry`: every task by its `--task` name.
 - `finetuning/`: the fine-tuning run over any of them (`keras-bert finetune`).
 """

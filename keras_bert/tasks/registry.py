@@ -28,7 +28,7 @@ def get_task(name: str) -> Task:
     keras_bert.core.errors.ArgumentError: unknown task 'mrcp'; choose one of cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, squad1, squad2, ner, swag.
     """
     if name in GLUE_NAMES:
-        from keras_bert.tasks.glue import GLUE_TASKS
+        from keras_bert.tasks.glue.task import GLUE_TASKS
 
         return copy.deepcopy(GLUE_TASKS[name])
     if name in ("squad1", "squad2"):
@@ -36,15 +36,15 @@ def get_task(name: str) -> Task:
 
         return SquadTask(name)
     if name == "ner":
-        from keras_bert.tasks.tagging import NerTask
+        from keras_bert.tasks.tagging.task import NerTask
 
         return NerTask()
     if name == "swag":
-        from keras_bert.tasks.multiple_choice import SwagTask
+        from keras_bert.tasks.multiple_choice.task import SwagTask
 
         return SwagTask()
     if name == "library":  # the demo's derived task: only saved runs are opened by name
-        from keras_bert.tasks.library import LibraryTask
+        from keras_bert.tasks.glue.library import LibraryTask
 
         return LibraryTask.saved()
     raise ArgumentError(f"unknown task {name!r}; choose one of {', '.join(TASK_NAMES)}.",

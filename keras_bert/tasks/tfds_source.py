@@ -9,8 +9,8 @@ network access, then copied or shared). tensorflow-datasets is an optional extra
 Records become the task's own examples, so everything after reading (features, models,
 metrics, submission files) is the same as for the benchmark files. Each task family
 knows its own datasets: a task's `tfds_layout()` (a `TfdsLayout`) names the dataset,
-maps the split names and turns records into examples (GLUE in `keras_bert.tasks.glue`,
-SQuAD in `keras_bert.tasks.squad.tfds`, CoNLL-2003 in `keras_bert.tasks.tagging`).
+maps the split names and turns records into examples (GLUE in `keras_bert.tasks.glue.task`,
+SQuAD in `keras_bert.tasks.squad.tfds`, CoNLL-2003 in `keras_bert.tasks.tagging.task`).
 This module opens the prepared dataset for any of them and holds the record helpers
 they share. SWAG is not in tensorflow-datasets.
 """

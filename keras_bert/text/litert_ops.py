@@ -475,7 +475,7 @@ def gather_rows(ragged, rows):
 
 
 def split_words(text, whitespace):
-    """`keras_bert.export.word_labels.split_words` in LiteRT ops: the words of
+    """`keras_bert.tasks.tagging.serving.split_words` in LiteRT ops: the words of
     `str.split()` (`whitespace`: its code points) as (UTF-8 words [words] then "", their
     row splits over the texts, their start and end code point offsets [words])."""
     d = decode_utf8(text)

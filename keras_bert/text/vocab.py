@@ -18,6 +18,8 @@ PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN = (
     "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
 BYTE_ORDER_MARK = "\ufeff"
+# The vocab's file name beside a checkpoint, in a run directory and in an export's assets.
+VOCAB_FILE = "vocab.txt"
 
 
 def load_vocab(vocab_file: str | os.PathLike) -> list[str]:
@@ -38,7 +40,7 @@ def load_vocab(vocab_file: str | os.PathLike) -> list[str]:
     Example:
 
     >>> import tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> path = os.path.join(tempfile.mkdtemp(), VOCAB_FILE)
     >>> _ = open(path, "w").write("[PAD]\\n[UNK]\\n  hello  \\n[UNK]\\n")
     >>> load_vocab(path)
     Traceback (most recent call last):
@@ -49,7 +51,7 @@ def load_vocab(vocab_file: str | os.PathLike) -> list[str]:
     if fileio.isdir(path):
         raise InputNotFoundError(
             f"The vocabulary file {path!r} is a directory; give the vocab.txt in it, e.g. "
-            f"{os.path.join(path, 'vocab.txt')!r}.")
+            f"{os.path.join(path, VOCAB_FILE)!r}.")
     if not fileio.exists(path):
         raise InputNotFoundError(f"No vocabulary file at {path!r}; pass the path of a "
                                  "Google-style vocab.txt (one WordPiece token per line).")
@@ -83,7 +85,7 @@ def without_byte_order_mark(vocab_file: str | os.PathLike) -> str:
     Example:
 
     >>> import tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> path = os.path.join(tempfile.mkdtemp(), VOCAB_FILE)
     >>> _ = open(path, "w", encoding="utf-8-sig").write("[PAD]\\n[UNK]\\n")
     >>> clean = without_byte_order_mark(path)
     >>> open(clean, "rb").read()

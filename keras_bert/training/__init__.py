@@ -10,6 +10,7 @@
 - `run_directory`: what a run directory holds; resuming, extending or replacing its run.
 - `callbacks`: fault-tolerant checkpoints, windowed metrics/TensorBoard, progress bar.
 - `pretraining`: `Pretraining` and `run_pretraining`, the job behind `keras-bert pretrain`.
+- `tracing`: how often and how long Keras traces the step functions (`TraceClock`).
 """
 
 from keras_bert.core.lazy import lazy_exports

@@ -24,6 +24,7 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_bert.checkpoints import checkpoint_vocab as own_checkpoint_vocab
 from keras_bert.core import fileio
 from keras_bert.core.errors import ArgumentError
 from keras_bert.model.config import BertConfig
@@ -200,7 +201,7 @@ class Pretraining:
     Example:
 
     >>> run = Pretraining("data/*.tfrecord", "runs/tiny", "tiny",
-    ...                   vocab_file="vocab.txt")  # doctest: +SKIP
+    ...                   vocab_file="uncased_L-12_H-768_A-12/vocab.txt")  # doctest: +SKIP
     >>> run.start_step, run.model.count_params()  # doctest: +SKIP
     (0, 4416330)
     """
@@ -231,22 +232,8 @@ class Pretraining:
                                     max_predictions_per_seq=options.max_predictions_per_seq)
 
         # The config, and everything it must agree with, before building anything.
-        bert_config, config_source = resolve_model_config(config, init_checkpoint, vocab_file)
-        validation.check_data_fits_model(info, bert_config, config_source)
-        checkpoint_vocab = (validation.checkpoint_vocab_file(init_checkpoint)
-                            if init_checkpoint else None)
-        validation.check_vocab(vocab_file, bert_config, info,
-                               checkpoint_vocab=checkpoint_vocab,
-                               pretrained=bool(init_checkpoint), config_source=config_source)
-        vocab_source = vocab_file or checkpoint_vocab
-        self.run_directory = RunDirectory(output_dir, vocab_source)
-        if vocab_source and not info.vocab:
-            logger.warning(
-                "The TFRecords in %s have no pretraining_data*.json sidecar with the "
-                "checksum of the vocab they were made with, so it cannot be checked against "
-                "%s: make sure they were made with that vocab (token ids up to %d seen).",
-                os.path.dirname(info.files[0]) or ".", vocab_source, info.max_token_id)
-        check_masking_vocab(info, vocab_file)
+        bert_config, vocab_source = self._check_config_and_vocab(config, init_checkpoint,
+                                                                 vocab_file)
 
         replicas = strategy.num_replicas_in_sync
         per_replica = validation.check_batch(options.train_batch_size, replicas,
@@ -266,36 +253,10 @@ class Pretraining:
         self._replace_previous = self.start_kind in ("restarted", "overwrote")
 
         policy = distribute.resolve_precision(options.mixed_precision, strategy)
-        previous_policy = keras.mixed_precision.global_policy()
-        keras.mixed_precision.set_global_policy(policy)
-        try:
-            keras.utils.set_random_seed(options.seed)
-            with strategy.scope():
-                model = build_pretrainer(bert_config, init_checkpoint, next_sentence)
-                optimizer = create_optimizer(
-                    options.learning_rate, options.num_train_steps, options.num_warmup_steps,
-                    optimizer=options.optimizer, weight_decay=options.weight_decay,
-                    gradient_accumulation_steps=options.gradient_accumulation_steps)
-                model.compile(optimizer=optimizer, loss=pretraining_losses(next_sentence),
-                              metrics="auto",
-                              jit_compile="auto" if options.jit_compile is None
-                              else options.jit_compile)
-                model.optimizer.build(model.trainable_variables)
-        finally:
-            # The layers keep their policy; later models should not inherit this one.
-            keras.mixed_precision.set_global_policy(previous_policy)
-        if distribute.num_workers(strategy) > 1:
-            _return_vector_logs(model)
-        self.model = model
+        self.model = model = self._compiled_model(bert_config, init_checkpoint,
+                                                  next_sentence, policy)
         self.checkpoint = self._new_checkpoint()
-        # A run that replaces the directory's old one starts from step 0.
-        self.start_step = 0 if self._replace_previous else self.checkpoint.restore()
-        self.total_steps = options.micro_steps(options.num_train_steps)
-        if self.start_step > self.total_steps:
-            raise ArgumentError(
-                f"num_train_steps {options.num_train_steps} ({self.total_steps} steps) is "
-                f"below the step the run in {output_dir} has reached ({self.start_step}); "
-                "a run can be extended, not shortened.", field="num_train_steps")
+        self._restore_start_step()
         # Set before `fit` builds its train function (Keras reads it there).
         model.steps_per_execution = execution_steps = steps_per_execution(
             options, on_tpu, self.start_step, replicas)
@@ -317,6 +278,79 @@ class Pretraining:
             "init_checkpoint": init_checkpoint, "vocab_file": vocab_file,
             "settings": settings,
         }
+        self._log_start(bert_config, replicas, policy, per_replica)
+
+    def _check_config_and_vocab(self, config, init_checkpoint: str | None,
+                                vocab_file: str | None) -> tuple[BertConfig, str | None]:
+        """Resolves the model config and checks it, the data and the vocab files against
+        each other, so that a mismatch fails before anything is built; sets
+        `run_directory`. Returns the config and the vocab file the run records (the
+        given one, else the init checkpoint's)."""
+        info = self.info
+        bert_config, config_source = resolve_model_config(config, init_checkpoint, vocab_file)
+        validation.check_data_fits_model(info, bert_config, config_source)
+        checkpoint_vocab = (own_checkpoint_vocab(init_checkpoint)
+                            if init_checkpoint else None)
+        validation.check_vocab(vocab_file, bert_config, info,
+                               checkpoint_vocab=checkpoint_vocab,
+                               pretrained=bool(init_checkpoint), config_source=config_source)
+        vocab_source = vocab_file or checkpoint_vocab
+        self.run_directory = RunDirectory(self.output_dir, vocab_source)
+        if vocab_source and not info.vocab:
+            logger.warning(
+                "The TFRecords in %s have no pretraining_data*.json sidecar with the "
+                "checksum of the vocab they were made with, so it cannot be checked against "
+                "%s: make sure they were made with that vocab (token ids up to %d seen).",
+                os.path.dirname(info.files[0]) or ".", vocab_source, info.max_token_id)
+        check_masking_vocab(info, vocab_file)
+        return bert_config, vocab_source
+
+    def _compiled_model(self, bert_config: BertConfig, init_checkpoint: str | None,
+                        next_sentence: bool, policy: str) -> keras.Model:
+        """The `BertPretrainer` and its optimizer, built under the strategy's scope and
+        the run's precision policy, which is then put back so that later models do not
+        inherit it."""
+        options, strategy = self.options, self.strategy
+        previous_policy = keras.mixed_precision.global_policy()
+        keras.mixed_precision.set_global_policy(policy)
+        try:
+            keras.utils.set_random_seed(options.seed)
+            with strategy.scope():
+                model = build_pretrainer(bert_config, init_checkpoint, next_sentence)
+                optimizer = create_optimizer(
+                    options.learning_rate, options.num_train_steps, options.num_warmup_steps,
+                    optimizer=options.optimizer, weight_decay=options.weight_decay,
+                    gradient_accumulation_steps=options.gradient_accumulation_steps)
+                model.compile(optimizer=optimizer, loss=pretraining_losses(next_sentence),
+                              metrics="auto",
+                              jit_compile="auto" if options.jit_compile is None
+                              else options.jit_compile)
+                model.optimizer.build(model.trainable_variables)
+        finally:
+            # The layers keep their policy; later models should not inherit this one.
+            keras.mixed_precision.set_global_policy(previous_policy)
+        if distribute.num_workers(strategy) > 1:
+            _return_vector_logs(model)
+        return model
+
+    def _restore_start_step(self) -> None:
+        """Sets `start_step` (restored from the run's last checkpoint, 0 for a new run)
+        and `total_steps`; a run can be extended but not shortened."""
+        options = self.options
+        # A run that replaces the directory's old one starts from step 0.
+        self.start_step = 0 if self._replace_previous else self.checkpoint.restore()
+        self.total_steps = options.micro_steps(options.num_train_steps)
+        if self.start_step > self.total_steps:
+            raise ArgumentError(
+                f"num_train_steps {options.num_train_steps} ({self.total_steps} steps) is "
+                f"below the step the run in {self.output_dir} has reached "
+                f"({self.start_step}); a run can be extended, not shortened.",
+                field="num_train_steps")
+
+    def _log_start(self, bert_config: BertConfig, replicas: int, policy: str,
+                   per_replica: int) -> None:
+        """Logs the model, the replicas, the batch and whether the run starts or resumes."""
+        options, strategy = self.options, self.strategy
         logger.info("Pretraining L%d/H%d on %d replica(s) (%s, %s): global batch %d (%d per "
                     "replica%s), %s at step %d of %d.", bert_config.num_layers,
                     bert_config.hidden_size, replicas, type(strategy).__name__, policy,
@@ -415,7 +449,7 @@ def run_pretraining(input_file: str, output_dir: str,
 
     >>> metrics = run_pretraining("data/*.tfrecord", "runs/tiny", "tiny",
     ...     PretrainingOptions(num_train_steps=500, num_warmup_steps=50),
-    ...     vocab_file="vocab.txt")  # doctest: +SKIP
+    ...     vocab_file="uncased_L-12_H-768_A-12/vocab.txt")  # doctest: +SKIP
     >>> metrics["masked_lm_accuracy"]  # doctest: +SKIP
     0.31
     """

@@ -40,13 +40,13 @@ from keras_bert.core import fileio
 from keras_bert.core.errors import MismatchError, OutputError
 from keras_bert.model.config import BertConfig
 from keras_bert.model.encoder import BertEncoder
+from keras_bert.text.vocab import VOCAB_FILE
 from keras_bert.training import validation
 from keras_bert.training.options import PretrainingOptions
 
 logger = logging.getLogger("keras_bert")
 
 METRICS = "metrics.json"
-VOCAB_FILE = validation.VOCAB_FILE
 LOGS = "logs"
 TRAIN_LOG = "train_log.jsonl"
 # What a run writes into its directory (anything else there is left alone).

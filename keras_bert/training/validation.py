@@ -39,7 +39,6 @@ _FILES_CHECKED = 64
 # The record framing of local files is walked before training, up to this many bytes in
 # all (about a second per GiB); files past it are only checked if training hits an error.
 _FRAMING_CHECK_BYTES = 4 << 30
-VOCAB_FILE = "vocab.txt"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -326,33 +325,13 @@ def vocab_size_of(vocab_file: str) -> int:
     Example:
 
     >>> import tempfile, pathlib
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "vocab.txt"
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tokens.txt"
     >>> _ = path.write_text("[PAD]\\n[UNK]\\n[CLS]\\n")
     >>> vocab_size_of(str(path))
     3
     """
     return len(load_vocab(vocab_file))
 
-
-def checkpoint_vocab_file(init_checkpoint: str) -> str | None:
-    """The vocab.txt beside a checkpoint (in its directory, or beside a Google
-    checkpoint prefix), or None.
-
-    Example:
-
-    >>> import tempfile
-    >>> directory = tempfile.mkdtemp()
-    >>> checkpoint_vocab_file(directory) is None
-    True
-    >>> _ = open(os.path.join(directory, "vocab.txt"), "w").write("[PAD]\\n")
-    >>> checkpoint_vocab_file(os.path.join(directory, "bert_model.ckpt")) == os.path.join(
-    ...     directory, "vocab.txt")
-    True
-    """
-    path = os.fspath(init_checkpoint)
-    directory = path if fileio.isdir(path) else os.path.dirname(path)
-    candidate = os.path.join(directory, VOCAB_FILE)
-    return candidate if fileio.exists(candidate) and not fileio.isdir(candidate) else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -385,7 +364,7 @@ def check_vocab(vocab_file: str | None, config: BertConfig,
     Example:
 
     >>> import tempfile, pathlib
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "vocab.txt"
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tokens.txt"
     >>> _ = path.write_text("\\n".join(f"t{i}" for i in range(100)) + "\\n")
     >>> check_vocab(str(path), BertConfig(vocab_size=64))
     Traceback (most recent call last):

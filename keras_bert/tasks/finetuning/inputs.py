@@ -64,7 +64,7 @@ def model_source(checkpoint: str | None, preset: str | None, vocab_file: str | N
     if checkpoint and is_run_directory(checkpoint):
         run = load_finetuned(checkpoint)
         config = run.model.encoder.config
-        vocab = vocab_file or os.path.join(checkpoint, "vocab.txt")
+        vocab = vocab_file or checkpoint_vocab(checkpoint)
         if lower_case is None:
             lower_case = run.tokenizer.lower_case
         owner = f"the fine-tuned run {checkpoint!r}"

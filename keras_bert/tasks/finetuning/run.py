@@ -52,6 +52,7 @@ from keras_bert.tasks.finetuning.scoring import (
 )
 from keras_bert.tasks.registry import get_task
 from keras_bert.text.tokenizer import BertTokenizer
+from keras_bert.text.vocab import VOCAB_FILE
 from keras_bert.training.optimization import create_optimizer
 from keras_bert.training.run_directory import LOGS
 from keras_bert.training.tracing import TraceClock
@@ -324,7 +325,7 @@ class Finetuning:
 
         def write(directory):
             model.save(os.path.join(directory, MODEL_FILE))
-            shutil.copyfile(self.vocab_file, os.path.join(directory, "vocab.txt"))
+            shutil.copyfile(self.vocab_file, os.path.join(directory, VOCAB_FILE))
             fileio.write_json(os.path.join(directory, CONFIG_FILE), record)
             for split in self.dev:
                 self.task.write_predictions(split.examples, results[split.name]["predictions"],

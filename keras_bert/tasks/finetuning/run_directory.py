@@ -21,6 +21,7 @@ from keras_bert.tasks.base import Features, FeatureSettings, Task, log_truncatio
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.registry import get_task
 from keras_bert.text.tokenizer import BertTokenizer
+from keras_bert.text.vocab import VOCAB_FILE
 
 MODEL_FILE = "model.keras"
 CONFIG_FILE = "finetune_config.json"
@@ -156,8 +157,8 @@ def load_finetuned(path: str, task: str | None = None) -> FinetunedModel:
     if not os.path.isdir(path):
         raise InputNotFoundError(f"{path!r} is not a directory; give the output_dir of a "
                                  "fine-tuning run.")
-    model_path = os.path.join(path, MODEL_FILE)
-    for needed in (os.path.join(path, CONFIG_FILE), model_path, os.path.join(path, "vocab.txt")):
+    model_path, vocab_path = os.path.join(path, MODEL_FILE), os.path.join(path, VOCAB_FILE)
+    for needed in (os.path.join(path, CONFIG_FILE), model_path, vocab_path):
         if not os.path.isfile(needed):
             raise InputNotFoundError(f"{path!r} is not a fine-tuned model: it has no "
                                      f"{os.path.basename(needed)} (run `keras-bert finetune` "
@@ -174,5 +175,5 @@ def load_finetuned(path: str, task: str | None = None) -> FinetunedModel:
     # SQuAD model would not know BertSpanLabeler.
     import keras_bert.model.models  # noqa: F401
     model = keras.models.load_model(model_path, compile=False)
-    tokenizer = BertTokenizer(os.path.join(path, "vocab.txt"), lower_case=record["lower_case"])
+    tokenizer = BertTokenizer(vocab_path, lower_case=record["lower_case"])
     return FinetunedModel(path, model, saved, tokenizer, options.feature_settings(), record)

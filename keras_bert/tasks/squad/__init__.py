@@ -6,6 +6,8 @@
 - `features`: windows over each passage (`doc_stride`) -> model inputs and token spans.
 - `decoding`: span logits -> n-best answers, v2.0's null threshold, prediction files.
 - `task`: `SquadTask`, which ties them to the fine-tuning `Task` interface.
+- `serving`: the SavedModel's `serve_text` (answers over passages of any length);
+- `litert_serving`: the same in LiteRT's ops.
 """
 
 from keras_bert.tasks.squad.decoding import (

@@ -11,8 +11,8 @@ scored by `BertMultipleChoice` and softmaxed over the four choices.
 
 Blank endings. The one rule for every answer the package gives to a multiple-choice
 example from text (`keras-bert predict` and `evaluate` through `SwagTask.decode`, the
-SavedModel's `serve_text` in `keras_bert.export.multiple_choice`, the LiteRT
-`serve_text` in `keras_bert.export.litert_tasks.serve_choices`): an ending is *blank*
+SavedModel's `serve_text` in `keras_bert.tasks.multiple_choice.serving`, the LiteRT
+`serve_text` in `keras_bert.tasks.multiple_choice.litert_serving.serve_choices`): an ending is *blank*
 when the tokenizer turns it into no word pieces: "", whitespace of any kind (U+3000 and
 U+00A0 included), or only characters BERT's text cleaning drops (control and format
 characters such as U+200B ZERO WIDTH SPACE, U+FFFD; lone accents when uncased). A blank

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from keras_bert.core import fileio
 from keras_bert.core.errors import ArgumentError
 from keras_bert.metrics import accuracy
-from keras_bert.tasks.glue import GlueExample, GlueTask
+from keras_bert.tasks.glue.task import GlueExample, GlueTask
 
 TASK_NAME = "library"
 

@@ -13,7 +13,7 @@ loss (`SparseCategoricalCrossentropy(ignore_class=-1)`) and accuracy skip. A sen
 longer than the sequence is cut into overlapping windows `doc_stride` pieces apart, as
 SQuAD passages are (`keras_bert.tasks.windows`), and each word is predicted in the
 window where it has the most context, so no word goes without a prediction. An
-exported model's `serve_text` (`keras_bert.export.word_labels`) does the same in the
+exported model's `serve_text` (`keras_bert.tasks.tagging.serving`) does the same in the
 graph.
 
 The same data read from tensorflow-datasets (`conll2003`, see
@@ -36,7 +36,7 @@ from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.metrics import ner_span_metrics
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import as_numpy_outputs, read_lines
-from keras_bert.tasks.tagging_models import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger
+from keras_bert.tasks.tagging.models import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger
 from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
 from keras_bert.tasks.windows import max_context_windows, window_spans
 
@@ -203,37 +203,12 @@ class NerTask(Task):
         >>> f.extra["word_features"].tolist(), f.extra["word_positions"].tolist()
         ([0, 0, 0, 1], [1, 2, 3, 2])
         """
-        if not examples:
-            raise ArgumentError("No examples to make features of.")
-        labelled = [e.tags is not None for e in examples]
-        if any(labelled) and not all(labelled):
-            raise ArgumentError("Some examples have tags and some not; give all or none.")
-        if self.labels is None:
-            if not all(labelled):
-                raise ArgumentError("This NerTask has no label list yet: make features of "
-                                    "the labelled training examples first, or create it "
-                                    "with NerTask(labels=...) / NerTask.from_config.")
-            self.labels = self._checked_labels(self.label_list_of(examples))
+        all_labelled = self._check_feature_request(examples, settings)
         seq_length = settings.max_seq_length
-        if seq_length < 3:
-            raise ArgumentError(f"max_seq_length must be >= 3, got {seq_length}.",
-                                field="max_seq_length")
-        if settings.doc_stride < 1:
-            raise ArgumentError(f"doc_stride must be >= 1, got {settings.doc_stride}.",
-                                field="doc_stride")
-        room = seq_length - 2  # pieces per window
         words = [w for e in examples for w in e.words]
         words_per_example = np.array([len(e.words) for e in examples], np.int64)
         piece_ids, piece_counts = self._tokenize_words(tokenizer, words)
-
-        # A word with no pieces (only characters BERT drops) becomes [UNK], so that
-        # every word has a first piece to carry its label.
-        counts = np.maximum(piece_counts, 1)
-        ids = np.full(int(counts.sum()), tokenizer.unk_id, np.int32)
-        word_start = np.cumsum(counts) - counts  # in the flat piece list
-        old_start = np.cumsum(piece_counts) - piece_counts
-        owner = np.repeat(np.arange(len(words)), piece_counts)
-        ids[word_start[owner] + np.arange(len(piece_ids)) - old_start[owner]] = piece_ids
+        ids, counts, word_start = _pieces_with_unk(piece_ids, piece_counts, tokenizer.unk_id)
 
         example_of_word = np.repeat(np.arange(len(examples)), words_per_example)
         pieces_per_example = np.bincount(example_of_word, weights=counts,
@@ -242,19 +217,15 @@ class NerTask(Task):
         word_offset = word_start - example_start[example_of_word]  # in its sentence
 
         # The windows, sentence by sentence; a word's max-context window.
+        room = seq_length - 2  # pieces per window
         spans = [window_spans(int(n), room, settings.doc_stride) for n in pieces_per_example]
         windows_per_example = np.array([len(s) for s in spans], np.int64)
-        first_window = np.cumsum(windows_per_example) - windows_per_example
         window_example = np.repeat(np.arange(len(examples)), windows_per_example)
         window_start = np.array([s for ss in spans for s, _ in ss], np.int64)
         window_length = np.array([n for ss in spans for _, n in ss], np.int64)
         word_splits = np.concatenate([[0], np.cumsum(words_per_example)])
-        best = np.zeros(len(words), np.int64)  # the only window of a sentence that fits
-        for i in np.flatnonzero(windows_per_example > 1):
-            rows = slice(word_splits[i], word_splits[i + 1])
-            best[rows] = max_context_windows(spans[i], int(pieces_per_example[i]))[
-                word_offset[rows]]
-        word_features = first_window[example_of_word] + best
+        word_features = _max_context_features(spans, windows_per_example, pieces_per_example,
+                                              word_splits, example_of_word, word_offset)
         word_positions = 1 + word_offset - window_start[word_features]  # after [CLS]
 
         n = len(window_example)
@@ -275,19 +246,55 @@ class NerTask(Task):
                  # Windows, not truncation: no word piece is ever cut off.
                  TRUNCATED_TOKENS: np.zeros(len(examples), np.int32)}
         labels = None
-        if all(labelled):
-            index = {tag: i for i, tag in enumerate(self.labels)}
-            tag_ids = np.array([index.get(t, IGNORE_LABEL) for e in examples for t in e.tags],
-                               np.int32)
-            extra["unknown_tags"] = int(np.sum(tag_ids == IGNORE_LABEL))
-            piece_tag = np.full(len(ids), IGNORE_LABEL, np.int32)
-            piece_tag[word_start] = tag_ids  # on first pieces only
-            labels = np.full((n, seq_length), IGNORE_LABEL, np.int32)
-            labels[piece_window, 1 + in_window] = piece_tag[source]
+        if all_labelled:
+            labels, extra["unknown_tags"] = self._window_labels(
+                examples, len(ids), word_start, (n, seq_length),
+                (piece_window, 1 + in_window), source)
         inputs = {"input_word_ids": word_ids, "input_mask": mask,
                   "input_type_ids": np.zeros_like(word_ids)}
         return Features(inputs=inputs, labels=labels, lengths=lengths,
                         example_index=window_example, extra=extra)
+
+    def _check_feature_request(self, examples: Sequence[NerExample],
+                               settings: FeatureSettings) -> bool:
+        """Fails on what `features` cannot make windows or labels of, before any work;
+        takes the label list from `examples` when the task has none yet. Returns whether
+        the examples are labelled (all of them, or else none)."""
+        if not examples:
+            raise ArgumentError("No examples to make features of.")
+        labelled = [e.tags is not None for e in examples]
+        if any(labelled) and not all(labelled):
+            raise ArgumentError("Some examples have tags and some not; give all or none.")
+        if self.labels is None:
+            if not all(labelled):
+                raise ArgumentError("This NerTask has no label list yet: make features of "
+                                    "the labelled training examples first, or create it "
+                                    "with NerTask(labels=...) / NerTask.from_config.")
+            self.labels = self._checked_labels(self.label_list_of(examples))
+        seq_length = settings.max_seq_length
+        if seq_length < 3:
+            raise ArgumentError(f"max_seq_length must be >= 3, got {seq_length}.",
+                                field="max_seq_length")
+        if settings.doc_stride < 1:
+            raise ArgumentError(f"doc_stride must be >= 1, got {settings.doc_stride}.",
+                                field="doc_stride")
+        return all(labelled)
+
+    def _window_labels(self, examples: Sequence[NerExample], num_pieces: int, word_start,
+                       shape: tuple[int, int], cells, source):
+        """The label rows of `features`: each word's tag index on its first piece, in every
+        window that holds that piece (`cells`: the window and position of each windowed
+        piece, `source`: its index in the flat piece list), `IGNORE_LABEL` elsewhere.
+        Returns them and the number of tags missing from the label list."""
+        index = {tag: i for i, tag in enumerate(self.labels)}
+        tag_ids = np.array([index.get(t, IGNORE_LABEL) for e in examples for t in e.tags],
+                           np.int32)
+        unknown_tags = int(np.sum(tag_ids == IGNORE_LABEL))
+        piece_tag = np.full(num_pieces, IGNORE_LABEL, np.int32)
+        piece_tag[word_start] = tag_ids  # on first pieces only
+        labels = np.full(shape, IGNORE_LABEL, np.int32)
+        labels[cells] = piece_tag[source]
+        return labels, unknown_tags
 
     @staticmethod
     def _tokenize_words(tokenizer, words):
@@ -387,6 +394,32 @@ CONLL2003_TFDS_TAGS = frozenset(["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC
                                  "B-MISC", "I-MISC"])
 """The `ner` class names of tfds's conll2003 (in any order)."""
 _TFDS_SPLITS = {"train": "train", "dev": "dev", "valid": "dev", "test": "test"}
+
+
+def _pieces_with_unk(piece_ids, piece_counts, unk_id: int):
+    """The flat piece ids of all words with [UNK] for a word with no pieces (only
+    characters BERT drops), so that every word has a first piece to carry its label;
+    each word's number of pieces there and its first piece's index."""
+    counts = np.maximum(piece_counts, 1)
+    ids = np.full(int(counts.sum()), unk_id, np.int32)
+    word_start = np.cumsum(counts) - counts  # in the flat piece list
+    old_start = np.cumsum(piece_counts) - piece_counts
+    owner = np.repeat(np.arange(len(piece_counts)), piece_counts)
+    ids[word_start[owner] + np.arange(len(piece_ids)) - old_start[owner]] = piece_ids
+    return ids, counts, word_start
+
+
+def _max_context_features(spans, windows_per_example, pieces_per_example, word_splits,
+                          example_of_word, word_offset):
+    """Each word's max-context window, as a feature index: where `decode` reads its
+    prediction. A sentence that fits is one window, so only longer ones are scored."""
+    first_window = np.cumsum(windows_per_example) - windows_per_example
+    best = np.zeros(len(word_offset), np.int64)  # the only window of a sentence that fits
+    for i in np.flatnonzero(windows_per_example > 1):
+        rows = slice(word_splits[i], word_splits[i + 1])
+        best[rows] = max_context_windows(spans[i], int(pieces_per_example[i]))[
+            word_offset[rows]]
+    return first_window[example_of_word] + best
 
 
 def _tfds_reader(builder, name: str):

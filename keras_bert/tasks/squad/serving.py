@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_bert.export.signatures import string_batches
+from keras_bert.tasks.serving import string_batches
 from keras_bert.tasks.windows import best_windows, window_table
 
 # What Python's `str.strip()` removes (RE2's \s is ASCII only; \p{Z} is Zs, Zl, Zp):
@@ -62,36 +62,19 @@ def serve_questions(module, inputs):
     n_tokens = p_ids.row_lengths()
     room = source.max_seq_length - q_len - 3  # passage pieces per window
 
-    # One row per window: its question, where it starts and how long it is.
     table = window_table(n_tokens, room, source.doc_stride)
     example, start, length = table["sequence"], table["start"], table["length"]
     index = tf.range(tf.size(example, out_type=tf.int64)) - tf.gather(table["splits"], example)
     offset = tf.gather(q_len, example) + 2  # the passage's first position
-    pieces = tf.gather(p_ids.flat_values, tf.ragged.range(start, start + length)
-                       + tf.gather(p_ids.row_starts(), example)[:, None])
     count = tf.size(example, out_type=tf.int64)
-    cls = tf.RaggedTensor.from_tensor(tf.fill([count, 1], tok.cls_id))
-    sep = tf.RaggedTensor.from_tensor(tf.fill([count, 1], tok.sep_id))
-    ids = tf.concat([cls, tf.gather(q_ids, example), sep, pieces, sep], axis=1)
-    total = ids.row_lengths()
-    ids = ids.to_tensor(default_value=tok.pad_id)
-    seq = tf.shape(ids, out_type=tf.int64)[1]
-    positions = tf.range(seq)[None, :]
-    real = positions < total[:, None]
-    packed = {"input_word_ids": ids, "input_mask": tf.cast(real, tf.int32),
-              "input_type_ids": tf.cast(real & (positions >= offset[:, None]), tf.int32)}
+    packed, real, seq = _pack_windows(tok, q_ids, p_ids, example, start, length, offset)
     out = module.model_outputs(packed)
     start_logits = tf.where(real, tf.cast(out["start_logits"], tf.float64), _NEG_INF)
     end_logits = tf.where(real, tf.cast(out["end_logits"], tf.float64), _NEG_INF)
 
     # Candidates of each window: its n_best_size best starts x best ends.
     k = tf.minimum(tf.cast(source.n_best_size, tf.int64), seq)
-    top_start = tf.math.top_k(start_logits, tf.cast(k, tf.int32)).indices
-    top_end = tf.math.top_k(end_logits, tf.cast(k, tf.int32)).indices
-    top_start, top_end = tf.cast(top_start, tf.int64), tf.cast(top_end, tf.int64)
-
-    def in_passage(p):
-        return (p >= offset[:, None]) & (p < (offset + length)[:, None])
+    top_start, top_end = _top_positions(start_logits, k), _top_positions(end_logits, k)
 
     token_of_start = start[:, None] + top_start - offset[:, None]  # passage token index
     best = best_windows(tf.reshape(token_of_start, [-1]),
@@ -99,7 +82,8 @@ def serve_questions(module, inputs):
                         n_tokens, room, source.doc_stride)
     is_max_context = tf.reshape(best, tf.shape(top_start)) == index[:, None]
     i, j = top_start[:, :, None], top_end[:, None, :]
-    ok = ((in_passage(top_start) & is_max_context)[:, :, None] & in_passage(top_end)[:, None, :]
+    ok = ((_in_passage(top_start, offset, length) & is_max_context)[:, :, None]
+          & _in_passage(top_end, offset, length)[:, None, :]
           & (j >= i) & (j - i + 1 <= source.max_answer_length))
     score = (tf.gather(start_logits, top_start, batch_dims=1)[:, :, None]
              + tf.gather(end_logits, top_end, batch_dims=1)[:, None, :])
@@ -140,6 +124,36 @@ def serve_questions(module, inputs):
         "score": tf.where(has_span, tf.cast(best_score, tf.float32), 0.0),
         "has_answer": keep,
     }
+
+
+def _pack_windows(tok, q_ids, p_ids, example, start, length, offset):
+    """One row per window: `[CLS] question [SEP] passage pieces start:start + length
+    [SEP]` of its example; (the encoder inputs, which positions are real, their
+    length)."""
+    count = tf.size(example, out_type=tf.int64)
+    pieces = tf.gather(p_ids.flat_values, tf.ragged.range(start, start + length)
+                       + tf.gather(p_ids.row_starts(), example)[:, None])
+    cls = tf.RaggedTensor.from_tensor(tf.fill([count, 1], tok.cls_id))
+    sep = tf.RaggedTensor.from_tensor(tf.fill([count, 1], tok.sep_id))
+    ids = tf.concat([cls, tf.gather(q_ids, example), sep, pieces, sep], axis=1)
+    total = ids.row_lengths()
+    ids = ids.to_tensor(default_value=tok.pad_id)
+    seq = tf.shape(ids, out_type=tf.int64)[1]
+    positions = tf.range(seq)[None, :]
+    real = positions < total[:, None]
+    packed = {"input_word_ids": ids, "input_mask": tf.cast(real, tf.int32),
+              "input_type_ids": tf.cast(real & (positions >= offset[:, None]), tf.int32)}
+    return packed, real, seq
+
+
+def _in_passage(position, offset, length):
+    """Whether each window's `position`s fall on its passage pieces."""
+    return (position >= offset[:, None]) & (position < (offset + length)[:, None])
+
+
+def _top_positions(logits, k):
+    """int64 positions of the `k` highest logits of each row, best first."""
+    return tf.cast(tf.math.top_k(logits, tf.cast(k, tf.int32)).indices, tf.int64)
 
 
 def _blank(text):

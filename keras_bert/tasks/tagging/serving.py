@@ -24,25 +24,10 @@ words (empty or only whitespace) gets 0 words, never a failed request.
 
 from __future__ import annotations
 
-import functools
-
 import tensorflow as tf
 
-from keras_bert.export.signatures import string_batches
+from keras_bert.tasks.serving import string_batches, whitespace_code_points
 from keras_bert.tasks.windows import best_windows, window_table
-
-
-@functools.cache
-def whitespace_code_points() -> tuple[int, ...]:
-    """The code points Python's `str.split()` splits at (`str.isspace()`), as this
-    Python's Unicode version defines them.
-
-    Example:
-
-    >>> [hex(c) for c in whitespace_code_points()[:6]]
-    ['0x9', '0xa', '0xb', '0xc', '0xd', '0x1c']
-    """
-    return tuple(c for c in range(0x110000) if chr(c).isspace())
 
 
 def split_words(text):

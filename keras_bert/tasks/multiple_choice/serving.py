@@ -7,7 +7,7 @@ INVALID_ARGUMENT naming the input):
 * `text_pair` [batch]: the start of the continuation (SWAG's `sent2`; may be "");
 * `endings` [batch, E]: the candidate endings, any E >= 1 (the model's trained number,
   4 for SWAG, is what it was fitted on, but any number is scored). A blank ending (no
-  word pieces: "", whitespace, zero-width characters; `keras_bert.tasks.multiple_choice`
+  word pieces: "", whitespace, zero-width characters; `keras_bert.tasks.multiple_choice.task`
   states the rule) means "no ending here", so rows may have fewer endings than E.
 
 Choice k of a row is packed as `[CLS] text [SEP] text_pair + " " + endings[k] [SEP]`,
@@ -30,15 +30,15 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_bert.export.signatures import choice_string_batches
-from keras_bert.tasks.multiple_choice import NO_ANSWER
+from keras_bert.tasks.multiple_choice.task import NO_ANSWER
+from keras_bert.tasks.serving import choice_string_batches
 
 NO_ENDING = NO_ANSWER  # `label` of a row whose endings are all blank
 
 
 def serve_choices(module, inputs):
     """`serve_text` for `module` (a `ServingModule` of a multiple-choice model); blank
-    endings follow `keras_bert.tasks.multiple_choice`'s rule."""
+    endings follow `keras_bert.tasks.multiple_choice.task`'s rule."""
     inputs = choice_string_batches(inputs)
     text, pair, endings = inputs["text"], inputs["text_pair"], inputs["endings"]
     batch, count = tf.shape(endings)[0], tf.shape(endings)[1]
