@@ -31,6 +31,7 @@ from keras_bert.checkpoints.native import (
     native_config,
     training_checkpoint_config,
 )
+from keras_bert.checkpoints.training_runs import find_run_directory, latest_run_checkpoint
 from keras_bert.core.errors import CheckpointError, InputNotFoundError
 from keras_bert.model.config import BertConfig
 from keras_bert.model.encoder import BertEncoder
@@ -144,8 +145,6 @@ def _came_from(version_directory: str) -> str:
 def _pretraining_run_checkpoint(directory: str) -> str | None:
     """The newest checkpoint of a `keras-bert pretrain` run directory whose trained
     encoder is not there yet (stopped before the end), or None for another directory."""
-    from keras_bert.checkpoints.training_runs import find_run_directory, latest_run_checkpoint
-
     run_dir = find_run_directory(directory)
     if run_dir is None:
         return None

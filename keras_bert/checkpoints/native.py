@@ -16,6 +16,12 @@ import zlib
 from collections.abc import Iterable
 
 from keras_bert.checkpoints.matching import unreadable
+from keras_bert.checkpoints.training_runs import (
+    RUN_CONFIG,
+    by_position,
+    find_run_directory,
+    read_run_record,
+)
 from keras_bert.core.errors import CheckpointError
 from keras_bert.core.fileio import atomic_directory, json_text
 from keras_bert.model.config import BertConfig
@@ -59,7 +65,6 @@ def is_training_checkpoint(names: Iterable[str]) -> bool:
 
 def _training_run(prefix: str) -> tuple[str, dict]:
     """(the run directory, its run_config.json record) of a training checkpoint."""
-    from keras_bert.checkpoints.training_runs import RUN_CONFIG, find_run_directory, read_run_record
 
     run_dir = find_run_directory(prefix)
     if run_dir is None:
@@ -85,7 +90,6 @@ def load_training_pretrainer(prefix: str, dtype=None):
     state is left out). Every variable's name and shape is checked first."""
     import tensorflow as tf
 
-    from keras_bert.checkpoints.training_runs import RUN_CONFIG, by_position
     from keras_bert.model.models import BertPretrainer
 
     run_dir, record = _training_run(prefix)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 
-import tensorflow as tf
-
 from keras_bert.checkpoints.matching import unreadable
 from keras_bert.core import fileio
 from keras_bert.core.errors import CheckpointError
@@ -68,4 +66,6 @@ def read_run_record(run_dir: str) -> dict:
 
 def latest_run_checkpoint(run_dir: str) -> str | None:
     """The newest complete checkpoint (its `ckpt-STEP` prefix) of a run directory."""
+    import tensorflow as tf  # only here: reading run paths stays light
+
     return tf.train.latest_checkpoint(os.path.join(run_dir, CHECKPOINTS))

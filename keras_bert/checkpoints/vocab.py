@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 
+from keras_bert.checkpoints.training_runs import find_run_directory, read_run_record
 from keras_bert.core import fileio
 from keras_bert.core.errors import VocabMismatchError
 from keras_bert.text.vocab import VOCAB_FILE
@@ -88,19 +89,11 @@ def checkpoint_vocab(path: str | os.PathLike) -> str | None:
     """
     path = os.fspath(path)
     directory = path if fileio.isdir(path) else os.path.dirname(path)
-    for place in (directory, _pretraining_run(path)):
+    for place in (directory, find_run_directory(path)):
         candidate = place is not None and os.path.join(place, VOCAB_FILE)
         if candidate and fileio.exists(candidate) and not fileio.isdir(candidate):
             return candidate
     return None
-
-
-def _pretraining_run(path: str) -> str | None:
-    """The `keras-bert pretrain` run directory of a path inside it (RUN/checkpoints, a
-    checkpoint there), else None."""
-    from keras_bert.checkpoints.training_runs import find_run_directory
-
-    return find_run_directory(path)
 
 
 def checkpoint_lower_case(path: str | os.PathLike) -> bool:
@@ -123,10 +116,8 @@ def checkpoint_lower_case(path: str | os.PathLike) -> bool:
     if os.path.isfile(config):
         with open(config, encoding="utf-8") as f:
             return bool(json.load(f).get("do_lower_case", True))
-    run_dir = _pretraining_run(path)
+    run_dir = find_run_directory(path)
     if run_dir is not None:  # the casing of the data the run was trained on
-        from keras_bert.checkpoints.training_runs import read_run_record
-
         recorded = (read_run_record(run_dir).get("data_settings") or {}).get("do_lower_case")
         if isinstance(recorded, bool):
             return recorded

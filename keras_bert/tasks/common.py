@@ -18,7 +18,7 @@ from keras_bert.text.packing import pack_inputs
 
 logger = logging.getLogger("keras_bert")
 
-_TOKENIZE_BATCH = 8192  # examples tokenized per call: bounds the memory of huge splits
+TOKENIZE_BATCH = 8192  # examples tokenized per call: bounds the memory of huge splits
 
 
 def read_lines(path: str) -> Iterator[tuple[int, str]]:
@@ -91,8 +91,8 @@ def encode_text_segments(tokenizer, segments: Sequence[Sequence[str]], seq_lengt
     if any(len(s) != count for s in segments):
         raise ArgumentError(f"Segments differ in length: {[len(s) for s in segments]}.")
     parts = []
-    for start in range(0, count, _TOKENIZE_BATCH):
-        ids = [tokenizer.tokenize(tf.constant(list(s[start:start + _TOKENIZE_BATCH]),
+    for start in range(0, count, TOKENIZE_BATCH):
+        ids = [tokenizer.tokenize(tf.constant(list(s[start:start + TOKENIZE_BATCH]),
                                               dtype=tf.string)) for s in segments]
         packed = pack_inputs(ids, seq_length, cls_id=tokenizer.cls_id,
                              sep_id=tokenizer.sep_id, pad_id=tokenizer.pad_id)

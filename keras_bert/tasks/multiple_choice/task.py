@@ -40,6 +40,7 @@ from keras_bert.metrics import accuracy
 from keras_bert.model.models import BertMultipleChoice
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import (
+    TOKENIZE_BATCH,
     as_numpy_outputs,
     encode_text_segments,
     read_text,
@@ -51,7 +52,6 @@ _ENDINGS = tuple(f"ending{k}" for k in range(NUM_CHOICES))
 NO_ANSWER = -1  # the label of an example whose endings are all blank
 # `Features.extra` key: bool [examples, NUM_CHOICES], which endings are blank.
 BLANK_ENDINGS = "blank_endings"
-_BLANK_BATCH = 8192  # endings tokenized per call to find the blank ones
 
 
 def blank_endings(tokenizer, endings: Sequence[str]) -> np.ndarray:
@@ -65,8 +65,8 @@ def blank_endings(tokenizer, endings: Sequence[str]) -> np.ndarray:
     >>> blank_endings(tok, ["a", "", " \\t", "\\u200b", "\\u3000", "?"]).tolist()
     [False, True, True, True, True, False]
     """
-    counts = [tokenizer.tokenize(tf.constant(list(endings[i:i + _BLANK_BATCH]), tf.string))
-              .row_lengths().numpy() for i in range(0, len(endings), _BLANK_BATCH)]
+    counts = [tokenizer.tokenize(tf.constant(list(endings[i:i + TOKENIZE_BATCH]), tf.string))
+              .row_lengths().numpy() for i in range(0, len(endings), TOKENIZE_BATCH)]
     return np.concatenate(counts) == 0 if counts else np.zeros(0, bool)
 
 
