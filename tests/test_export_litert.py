@@ -432,7 +432,8 @@ def test_squad_v2_and_scores_that_tie_in_float32(exports, tmp_path):
     tie = " ".join([a, b1, *filler[:30], c, b2]).encode()
     encoder = exports["span_labeler"][0].encoder
     tied = dataclasses.replace(source, model=_TableModel(encoder, start, end),
-                               null_score_diff_threshold=0.5)
+                               serving=dataclasses.replace(source.serving,
+                                                           null_score_diff_threshold=0.5))
     path, _ = export_litert(tied, tmp_path, "tie")
     questions, passages = _squad_cases(tok, seed=1)
     questions, passages = [b"which", *questions], [tie, *passages]

@@ -35,12 +35,13 @@ from keras_bert.export import export_saved_model  # noqa: E402
 from keras_bert.export import onnx as onnx_export  # noqa: E402
 from keras_bert.export.source import ExportSource  # noqa: E402
 from keras_bert.tasks.registry import get_task  # noqa: E402
+from keras_bert.tasks.serving import serving_class  # noqa: E402
 from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning  # noqa: E402
 
 VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
 SEQ = 24
 NER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
-# kind -> (task, task config, ExportSource fields)
+# kind -> (task, task config, its ModelServing's fields)
 TASKS = {
     "classifier": ("mrpc", {"task": "mrpc", "labels": ["0", "1"]},
                    {"label_names": ("0", "1"), "pair": True}),
@@ -48,7 +49,7 @@ TASKS = {
     "span_labeler": ("squad1", {"task": "squad1"}, {"pair": True}),
     "tagger": ("ner", {"task": "ner", "labels": NER_LABELS},
                {"label_names": tuple(NER_LABELS)}),
-    "multiple_choice": ("swag", {"task": "swag"}, {"pair": True, "num_choices": 4}),
+    "multiple_choice": ("swag", {"task": "swag"}, {"num_choices": 4}),
 }
 KINDS = ["encoder", *TASKS]
 
@@ -72,12 +73,12 @@ def _source(kind):
         "tiny", vocab_size=tok.vocab_size, max_position_embeddings=64, hidden_size=32,
         num_heads=4, intermediate_size=64))
     if kind == "encoder":
-        return ExportSource(encoder, kind, tok, VOCAB, SEQ)
+        return ExportSource(encoder, serving_class(kind)(), tok, VOCAB, SEQ)
     name, config, fields = TASKS[kind]
     task = get_task(name)
     task.restore(config)
-    return ExportSource(task.build_model(encoder), kind, tok, VOCAB, SEQ, task=name,
-                        **fields)
+    return ExportSource(task.build_model(encoder), serving_class(kind)(**fields), tok, VOCAB,
+                        SEQ, task=name)
 
 
 def _ids(shape, seed):

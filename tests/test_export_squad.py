@@ -24,7 +24,7 @@ from keras_bert.export.signatures import ServingModule
 from keras_bert.model.models import BertSpanLabeler
 from keras_bert.tasks.base import FeatureSettings
 from keras_bert.tasks.squad import SquadExample, decode_squad, squad_features
-from keras_bert.tasks.squad.serving import BLANK_PATTERN
+from keras_bert.tasks.squad.serving import BLANK_PATTERN, SpanServing
 from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
 
 VOCAB = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
@@ -41,11 +41,11 @@ def _tokenizer():
 
 
 def _module(model, settings=SETTINGS, threshold=None):
-    source = ExportSource(model, "span_labeler", _tokenizer(), VOCAB, settings.max_seq_length,
-                          pair=True, max_query_length=settings.max_query_length,
+    serving = SpanServing(max_query_length=settings.max_query_length,
                           max_answer_length=settings.max_answer_length,
                           n_best_size=settings.n_best_size, doc_stride=settings.doc_stride,
                           null_score_diff_threshold=threshold)
+    source = ExportSource(model, serving, _tokenizer(), VOCAB, settings.max_seq_length)
     return ServingModule(source)
 
 

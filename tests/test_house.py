@@ -69,9 +69,43 @@ def test_each_task_family_is_one_folder_with_its_serving(family):
     folder = os.path.join(REPO, "keras_bert", "tasks", family)
     assert os.path.isfile(os.path.join(folder, "__init__.py"))
     assert not os.path.exists(folder + ".py")
-    if family != "glue":  # GLUE's serve_text is the plain one export builds for any task
-        for name in ("serving.py", "litert_serving.py"):
-            assert os.path.isfile(os.path.join(folder, name)), (family, name)
+    # GLUE's serve_text is the common one (tokenize, pack, run): it has no LiteRT module.
+    for name in ("serving.py",) if family == "glue" else ("serving.py", "litert_serving.py"):
+        assert os.path.isfile(os.path.join(folder, name)), (family, name)
+
+
+def _docstrings(tree) -> set:
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                 ast.AsyncFunctionDef))
+            and node.body and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)}
+
+
+def test_export_names_no_family_or_model_kind():
+    """export/ asks the model's `ModelServing` (from the task) and never branches on a
+    family, task or kind name: adding a family adds a folder under tasks/, not a branch
+    in export/. The names come from the registries themselves, so a new family or kind
+    is checked too."""
+    from keras_bert.tasks.registry import TASK_NAMES
+    from keras_bert.tasks.serving import KINDS
+
+    families = ("glue", "squad", "tagging", "multiple_choice", "ner", "swag")
+    names = {*KINDS, *TASK_NAMES, *families}
+    words = re.compile(r"\b(%s)\b" % "|".join(sorted(names - {"encoder"})), re.I)
+    found = []
+    folder = os.path.join(REPO, "keras_bert", "export")
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".py"):
+            continue
+        tree = ast.parse(open(os.path.join(folder, name), encoding="utf-8").read())
+        docstrings = _docstrings(tree)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and id(node) not in docstrings
+                    and (node.value.strip().lower() in names or words.search(node.value))):
+                found.append(f"export/{name}:{node.lineno}: {node.value[:60]!r}")
+    assert not found, f"ask the model's ModelServing instead: {found}"
 
 
 def test_every_module_is_named_in_readme_or_its_package_docstring():

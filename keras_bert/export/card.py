@@ -37,7 +37,7 @@ def model_card(source: ExportSource, precision: str, signatures: dict, jit_compi
         "lower_case": source.tokenizer.lower_case,
         "max_seq_length": source.max_seq_length,
         "label_names": None if source.label_names is None else list(source.label_names),
-        **({"num_choices": source.num_choices} if source.kind == "multiple_choice" else {}),
+        **source.serving.card_fields(),
         "text_inputs": list(source.text_inputs) if text else [],
         "text_truncation": text_truncation(source) if text else None,
         "precision": precision, "xla": jit_compile,
@@ -51,29 +51,7 @@ def model_card(source: ExportSource, precision: str, signatures: dict, jit_compi
 
 def text_truncation(source: ExportSource) -> str:
     """What `serve_text` does with a text longer than the model takes, for the card."""
-    if source.kind == "span_labeler":
-        return (f"the question is cut to max_query_length ({source.max_query_length}) word "
-                "pieces; a passage of any length is read in windows of what is left of "
-                f"max_seq_length ({source.max_seq_length}) whose starts are doc_stride "
-                f"({source.doc_stride}) pieces apart, and the answer is the best span over "
-                "all windows (n_best_size "
-                f"{source.n_best_size}, max_answer_length {source.max_answer_length}), as "
-                "`keras-bert predict` decodes")
-    if source.kind == "tagger":
-        return (f"a sentence longer than max_seq_length ({source.max_seq_length}) word "
-                "pieces, [CLS] and [SEP] included, is read in windows whose starts are "
-                f"doc_stride ({source.doc_stride}) pieces apart; each word is labelled from "
-                "the window where its first piece has the most context, as `keras-bert "
-                "predict` labels it")
-    if source.kind == "multiple_choice":
-        return ("each choice, [CLS] text [SEP] text_pair + ' ' + ending [SEP], longer than "
-                f"max_seq_length ({source.max_seq_length}) word pieces is cut as in "
-                "fine-tuning and `keras-bert predict` (google-research/bert's longest-first "
-                "rule: a piece off the end of the longer of the context and the "
-                "continuation until it fits)")
-    return (f"a text (or pair) longer than max_seq_length ({source.max_seq_length}) word "
-            "pieces, [CLS] and [SEP] included, is cut as in fine-tuning (google-research/"
-            "bert's longest-first rule): the model sees its beginning only")
+    return source.serving.truncation(source.max_seq_length)
 
 
 def describe_signature(fn) -> dict:

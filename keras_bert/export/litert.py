@@ -50,9 +50,6 @@ from keras_bert.export.signatures import ServingModule
 from keras_bert.export.source import ExportSource
 from keras_bert.export.versions import claim_version
 from keras_bert.model.encoder import INPUT_NAMES
-from keras_bert.tasks.multiple_choice.litert_serving import serve_choices
-from keras_bert.tasks.squad.litert_serving import serve_questions
-from keras_bert.tasks.tagging.litert_serving import serve_words
 from keras_bert.text.litert_ops import LITERT_TEXT_OPS, LiteTokenizer, pack
 
 FORMAT = "litert"
@@ -73,51 +70,20 @@ class LiteRTModule(ServingModule):
         self.text = text
         self.lite_tokenizer = LiteTokenizer(source.tokenizer) if self.text else None
         if self.text:
-            shapes = {"endings": [None, None]}
-            specs = {name: tf.TensorSpec(shapes.get(name, [None]), tf.string, name=name)
-                     for name in source.text_inputs}
+            specs = {name: tf.TensorSpec([None] * rank, tf.string, name=name)
+                     for name, rank in source.serving.text_ranks.items()}
             self.serve_text = tf.function(self._lite_text, input_signature=[specs],
                                           autograph=False)  # plain graph code: faster
 
     def _serve_ids(self, inputs):
         return self.model_outputs(inputs)
 
-    def model_outputs(self, inputs):
-        """`ServingModule.model_outputs`, with strings picked by `tf.gather` only
-        (LiteRT has no string select)."""
-        kind = self.source.kind
-        out = dict(self.forward(inputs))
-        if kind == "multiple_choice":
-            out["label"] = tf.argmax(out["logits"], axis=-1, output_type=tf.int32)
-        elif kind in ("classifier", "tagger"):
-            names = tf.constant([*self.source.label_names, ""])
-            best = tf.argmax(out["logits"], axis=-1, output_type=tf.int32)
-            if kind == "classifier":
-                out["label"] = tf.gather(names, best)
-            else:  # "" on padding
-                out["labels"] = tf.gather(names, tf.where(
-                    inputs["input_mask"] > 0, best, len(self.source.label_names)))
-        return out
-
     def pack_text(self, segments):
         tok = self.source.tokenizer
         return pack(segments, self.source.max_seq_length, tok.cls_id, tok.sep_id, tok.pad_id)
 
     def _lite_text(self, inputs):
-        source = self.source
-        if source.kind == "multiple_choice":
-            return serve_choices(self, inputs)
-        if source.kind == "tagger":
-            return serve_words(self, inputs)
-        if source.kind == "span_labeler":
-            return serve_questions(self, inputs)
-        texts = [inputs["text"], inputs["text_pair"]] if source.pair else [inputs["text"]]
-        segments = self.lite_tokenizer.tokenize(*texts)
-        packed = self.pack_text(segments if source.pair else [segments])
-        out = self.model_outputs(packed)
-        if source.kind == "encoder":
-            out["input_mask"] = packed["input_mask"]
-        return out
+        return self.serving.serve_lite_text(self, inputs)
 
 
 def custom_ops_of(model: bytes) -> list[str]:
@@ -228,9 +194,7 @@ def litert_card(source: ExportSource, module: LiteRTModule, model: bytes) -> dic
                       "range fail the call, other bad input gives undefined outputs; "
                       "keras_bert's LiteRTModel checks inputs as the SavedModel does",
             "max_word_bytes": 4 * source.tokenizer.max_chars_per_word,
-            **({"words": "at least one word column (\"\", -1 padding) when no text has a "
-                         "word: LiteRT's Python API cannot return an empty tensor"}
-               if source.kind == "tagger" and module.text else {}),
+            **source.serving.litert_limits(module.text),
         },
     }
 
@@ -316,7 +280,7 @@ def check_ids(inputs: dict, card: dict) -> dict:
     """The SavedModel's `serving_default` checks, in numpy: int32 arrays, or
     `ArgumentError` naming the input."""
     config = card["config"]
-    rank = 3 if card["kind"] == "multiple_choice" else 2
+    rank = len(card["signatures"]["serving_default"]["inputs"]["input_word_ids"]["shape"])
     arrays = {name: np.asarray(inputs[name]) for name in INPUT_NAMES}
     ids, mask, types = (arrays[n] for n in INPUT_NAMES)
     limits = {"input_word_ids": (config["vocab_size"], "the vocabulary size"),
@@ -345,12 +309,14 @@ def check_ids(inputs: dict, card: dict) -> dict:
 
 
 def check_text(inputs: dict, card: dict) -> dict:
-    """`serve_text`'s inputs as numpy arrays of bytes: `text` (and `text_pair`) [batch]
-    and `endings` [batch, endings >= 1], batch >= 1; else `ArgumentError` naming it."""
+    """`serve_text`'s inputs as numpy arrays of bytes at the ranks the card's signature
+    gives: `text` (and `text_pair`) [batch], and a [batch, n >= 1] input such as
+    multiple choice's `endings`, batch >= 1; else `ArgumentError` naming it."""
+    specs = card["signatures"]["serve_text"]["inputs"]
     arrays = {}
     for name, value in inputs.items():
         value = np.asarray(value, dtype=object)
-        rank = 2 if name == "endings" else 1
+        rank = len(specs[name]["shape"])
         if value.ndim != rank or 0 in value.shape or len(value) != len(inputs["text"]):
             raise ArgumentError(f"{name} must be a {rank}-D batch of strings with one "
                                 f"{'row' if rank == 2 else 'string'} per text and at least "

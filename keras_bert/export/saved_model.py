@@ -80,7 +80,7 @@ def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name
         check_serving_api()
     if serving_compatible:
         source = dataclasses.replace(source, tokenizer=source.tokenizer.core_ops())
-    module = (HubEncoder if source.kind == "encoder" else ServingModule)(
+    module = (HubEncoder if source.serving.hub_reusable else ServingModule)(
         source, jit_compile, text)
     signatures = {"serving_default": module.serve_ids.get_concrete_function()}
     if text:
@@ -96,7 +96,7 @@ def export_saved_model(source: ExportSource, output_dir: str | os.PathLike, name
         fileio.write_json(os.path.join(extra, MODEL_CARD), card)
         if warmup:
             write_warmup_requests(extra, source, name, text)
-        if source.kind == "encoder":
+        if source.serving.hub_reusable:
             tf.saved_model.save(
                 Preprocessor(source.tokenizer, source.vocab_file, source.max_seq_length),
                 os.path.join(directory, PREPROCESSOR_DIR))

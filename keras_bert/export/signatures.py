@@ -16,31 +16,21 @@ call:
   naming the input).
   Sequence outputs are cut to the longest input of the batch.
 
-Outputs: encoder `pooled_output` [batch, H], `sequence_output` [batch, seq, H],
-`encoder_outputs` [batch, L, seq, H]; classifier `logits`, `probabilities`, `label`
-(the label names stored in the model); regression `score`; span labeler
-`start_logits`, `end_logits` and, from `serve_text` (question as `text`, passage as
-`text_pair`), `answer`, `answer_start`, `answer_end`, `score` and `has_answer` over
-passages of any length (`keras_bert.tasks.squad.serving`); tagger `logits` and
-per-token `labels` ("" on padding) from `serving_default`, and from `serve_text` a label
-per whitespace word with the words and their character offsets
-(`keras_bert.tasks.tagging.serving`).
+Ids of a model with choices (`ModelServing.has_choices`) are [batch, choices, seq] (any
+number of choices, each choice's row checked like a sequence above).
 
-Multiple choice (SWAG) takes its ids as [batch, choices, seq] (any number of choices,
-each choice's row checked like a sequence above) and gives `logits` and
-`probabilities` [batch, choices] and `label`, the int32 index of the best choice; its
-`serve_text` is described in `keras_bert.tasks.multiple_choice.serving`.
+The outputs, and `serve_text` where it does more than tokenize, pack and run, are the
+model kind's: `ServingModule` asks its `ExportSource.serving`
+(`keras_bert.tasks.serving.ModelServing`, whose module docstring lists every kind's
+outputs) and names no kind itself.
 """
 
 from __future__ import annotations
-
-import importlib
 
 import tensorflow as tf
 
 from keras_bert.export.source import ExportSource
 from keras_bert.model.encoder import INPUT_NAMES
-from keras_bert.tasks.serving import string_batches
 from keras_bert.text.packing import pack_inputs
 
 
@@ -56,15 +46,6 @@ def _text_specs(names):
     # let a scalar or a 2-D request through to ops that fail with internal errors (the
     # signature wrapper does not check ranks, and the graph is optimized for rank 1).
     return {name: tf.TensorSpec(None, tf.string, name=name) for name in names}
-
-
-# The families whose `serve_text` is more than "tokenize, pack, run": kind -> (module,
-# function(serving_module, inputs) -> outputs).
-_TEXT_SERVERS = {
-    "span_labeler": ("keras_bert.tasks.squad.serving", "serve_questions"),
-    "tagger": ("keras_bert.tasks.tagging.serving", "serve_words"),
-    "multiple_choice": ("keras_bert.tasks.multiple_choice.serving", "serve_choices"),
-}
 
 
 class ServingModule(tf.__internal__.tracking.AutoTrackable):
@@ -87,18 +68,11 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
         self._vocab_size = config.vocab_size
         self._type_vocab_size = config.type_vocab_size
         self._max_positions = config.max_position_embeddings
-        names = source.label_names
-        self._label_names = None if names is None else tf.constant(list(names))
-        self._choices = source.kind == "multiple_choice"
+        self._choices = source.serving.has_choices
         self.forward = tf.function(self._forward, jit_compile=jit_compile,
                                    input_signature=[id_specs(self._choices)])
         self.serve_ids = tf.function(self._serve_ids,
                                      input_signature=[id_specs(self._choices)])
-        # Looked up here, not while tracing (AutoGraph would try to convert the import).
-        self._text_server = None
-        if source.kind in _TEXT_SERVERS:
-            module_name, function = _TEXT_SERVERS[source.kind]
-            self._text_server = getattr(importlib.import_module(module_name), function)
         if text:  # without it the graph has no tensorflow-text ops
             self.serve_text = tf.function(self._serve_text,
                                           input_signature=[_text_specs(source.text_inputs)])
@@ -108,50 +82,18 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
         """What the module exports (not tracked: see `__init__`)."""
         return self._source
 
+    @property
+    def serving(self):
+        """What the model's kind serves (`ExportSource.serving`)."""
+        return self._source.serving
+
     # The model, in inference mode, with float32 outputs.
     def _forward(self, inputs):
-        kind = self._source.kind
-        if kind == "multiple_choice":
-            logits = self._choice_logits(inputs)
-            return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
-        out = self._source.model(inputs, training=False)
-        if kind == "encoder":
-            return {"pooled_output": tf.cast(out["pooled_output"], tf.float32),
-                    "sequence_output": tf.cast(out["sequence_output"], tf.float32),
-                    "encoder_outputs": tf.cast(tf.stack(out["encoder_outputs"], axis=1),
-                                               tf.float32)}
-        if kind == "classifier":
-            logits = tf.cast(out, tf.float32)
-            return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
-        if kind == "regression":
-            return {"score": tf.cast(out, tf.float32)[:, 0]}
-        if kind == "span_labeler":
-            return {"start_logits": tf.cast(out["start_logits"], tf.float32),
-                    "end_logits": tf.cast(out["end_logits"], tf.float32)}
-        return {"logits": tf.cast(out, tf.float32)}
-
-    def _choice_logits(self, inputs):
-        # BertMultipleChoice's own graph, with the choices folded into the batch here:
-        # the Keras model takes only the number of choices it was built with (its
-        # inputs are [batch, num_choices, seq]); its dropout is the identity at
-        # inference, so the encoder and the choice head are all there is to run.
-        model = self._source.model
-        shape = tf.shape(inputs["input_word_ids"])
-        flat = {k: tf.reshape(v, [-1, shape[-1]]) for k, v in inputs.items()}
-        pooled = model.encoder(flat, training=False)["pooled_output"]
-        scores = model.get_layer("choice_score")(pooled, training=False)
-        return tf.reshape(tf.cast(scores, tf.float32), shape[:2])
+        return self.serving.forward(self._source.model, inputs)
 
     def model_outputs(self, inputs):
-        out = dict(self.forward(inputs))
-        if self._source.kind == "multiple_choice":  # endings have no names: an index
-            out["label"] = tf.argmax(out["logits"], axis=-1, output_type=tf.int32)
-        elif self._source.kind == "classifier":
-            out["label"] = tf.gather(self._label_names, tf.argmax(out["logits"], axis=-1))
-        elif self._source.kind == "tagger":
-            labels = tf.gather(self._label_names, tf.argmax(out["logits"], axis=-1))
-            out["labels"] = tf.where(inputs["input_mask"] > 0, labels, "")
-        return out
+        """The forward pass's outputs and those named from them (labels)."""
+        return self.serving.named_outputs(dict(self.forward(inputs)), inputs)
 
     def _check_ids(self, inputs):
         ids, mask, types = (inputs[name] for name in INPUT_NAMES)
@@ -198,16 +140,4 @@ class ServingModule(tf.__internal__.tracking.AutoTrackable):
         return {k: v[:, :longest] for k, v in packed.items()}
 
     def _serve_text(self, inputs):
-        source = self._source
-        if self._text_server is not None:
-            return self._text_server(self, inputs)
-        inputs = string_batches(inputs)
-        tokenizer = source.tokenizer
-        segments = [tokenizer.tokenize(inputs["text"])]
-        if source.pair:
-            segments.append(tokenizer.tokenize(inputs["text_pair"]))
-        packed = self.pack(segments)
-        out = self.model_outputs(packed)
-        if source.kind == "encoder":
-            out["input_mask"] = packed["input_mask"]
-        return out
+        return self.serving.serve_text(self, inputs)

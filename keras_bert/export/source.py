@@ -24,10 +24,11 @@ from keras_bert.checkpoints import (
 from keras_bert.core.errors import ArgumentError, InputNotFoundError
 from keras_bert.core.precision import check_precision
 from keras_bert.model.config import BertConfig
+from keras_bert.tasks.common import with_dtype_policy
+from keras_bert.tasks.serving import KINDS, EncoderServing, ModelServing  # noqa: F401 (KINDS: named here too)
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.vocab import load_vocab, without_byte_order_mark
 
-KINDS = ("encoder", "classifier", "regression", "span_labeler", "tagger", "multiple_choice")
 DEFAULT_SEQ_LENGTH = 128
 
 
@@ -37,49 +38,47 @@ class ExportSource:
 
     Attributes:
         model: the encoder or the task model (Keras, already at the export precision).
-        kind: one of `KINDS`.
+        serving: what the model's kind serves (`keras_bert.tasks.serving.ModelServing`:
+            its outputs, `serve_text`, card fields; `EncoderServing()` for an encoder,
+            `Task.serving` for a fine-tuned model).
         tokenizer: the `BertTokenizer` of the model's vocabulary.
         vocab_file: the vocab.txt (copied into the SavedModel's assets).
         max_seq_length: tokens per sequence for `serve_text`, [CLS]/[SEP] included.
-        label_names: class names in index order (classifier, tagger), else None.
-        pair: whether `serve_text` takes `text_pair` (pair tasks, span labeler).
         source: the checkpoint or fine-tuned directory it came from.
         task: the fine-tuning task name, or None for an encoder.
-        max_query_length, max_answer_length, n_best_size: span labeler decoding
-            (SQuAD settings, as `keras-bert predict` decodes).
-        doc_stride: tokens between the starts of consecutive windows over a text longer
-            than one sequence (SQuAD passages, NER sentences).
-        null_score_diff_threshold: SQuAD v2: "" when null score - best span > it;
-            None for v1.1 (always an answer).
-        num_choices: multiple choice: the number of endings the model was trained on.
     """
 
     model: keras.Model
-    kind: str
+    serving: ModelServing
     tokenizer: BertTokenizer
     vocab_file: str
     max_seq_length: int
-    label_names: tuple[str, ...] | None = None
-    pair: bool = False
     source: str | None = None
     task: str | None = None
-    max_query_length: int = 64
-    max_answer_length: int = 30
-    n_best_size: int = 20
-    doc_stride: int = 128
-    null_score_diff_threshold: float | None = None
-    num_choices: int | None = None
+
+    @property
+    def kind(self) -> str:
+        """The model's kind (one of `KINDS`), as the model card names it."""
+        return self.serving.kind
+
+    @property
+    def label_names(self) -> tuple[str, ...] | None:
+        """Class names in index order (classifier, tagger), else None."""
+        return self.serving.label_names
+
+    @property
+    def pair(self) -> bool:
+        """Whether `serve_text` takes `text_pair`."""
+        return self.serving.pair
 
     @property
     def text_inputs(self) -> tuple[str, ...]:
         """The names of `serve_text`'s string inputs."""
-        if self.kind == "multiple_choice":
-            return ("text", "text_pair", "endings")
-        return ("text", "text_pair") if self.pair else ("text",)
+        return self.serving.text_inputs
 
     @property
     def encoder(self):
-        return self.model if self.kind == "encoder" else self.model.encoder
+        return self.serving.encoder_of(self.model)
 
     @property
     def config(self) -> BertConfig:
@@ -141,8 +140,8 @@ def load_export_source(checkpoint: str | os.PathLike, precision: str = "float32"
                       explicit=max_seq_length is not None)
     tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
     encoder = load_encoder(checkpoint, dtype=_policy(precision))
-    return ExportSource(encoder, "encoder", tokenizer, without_byte_order_mark(vocab_file),
-                        seq, source=checkpoint)
+    return ExportSource(encoder, EncoderServing(), tokenizer,
+                        without_byte_order_mark(vocab_file), seq, source=checkpoint)
 
 
 def _check_not_empty_or_an_export(path: str) -> None:
@@ -183,54 +182,18 @@ def _finetuned_source(path: str, precision: str, max_seq_length: int | None) -> 
                                  "again, or re-run `keras-bert finetune`.")
     run = load_finetuned(path)
     task, settings = run.task, run.settings
-    model = run.model if precision == "float32" else _with_policy(run.model, _policy(precision))
-    family = task.family
-    fields: dict = {}
-    if family == "glue":
-        if task.is_regression:
-            kind = "regression"
-        else:
-            kind, fields["label_names"] = "classifier", tuple(task.labels)
-        fields["pair"] = len(task.text_columns) > 1
-    elif family == "squad":
-        kind, fields["pair"] = "span_labeler", True
-        fields["max_query_length"] = settings.max_query_length
-        fields["max_answer_length"] = settings.max_answer_length
-        fields["n_best_size"] = settings.n_best_size
-        fields["doc_stride"] = settings.doc_stride
-        if task.name == "squad2":
-            fields["null_score_diff_threshold"] = float(
-                getattr(task, "null_score_diff_threshold", 0.0))
-    elif family == "tagging":
-        kind, fields["label_names"] = "tagger", tuple(task.labels)
-        fields["doc_stride"] = settings.doc_stride
-    elif family == "multiple_choice":
-        kind, fields["pair"] = "multiple_choice", True
-        fields["num_choices"] = int(task.num_choices)
-    else:
-        raise ArgumentError(f"{path!r} is a {task.name} ({family}) model; export takes "
-                            "encoders and GLUE, SQuAD, NER and SWAG models.",
-                            field="checkpoint")
-    encoder_config = model.encoder.config
-    seq = _seq_length(max_seq_length or settings.max_seq_length, encoder_config,
+    model = run.model if precision == "float32" else with_dtype_policy(run.model, _policy(precision))
+    serving = task.serving(settings)
+    if serving is None:
+        raise ArgumentError(f"{path!r} is a {task.name} ({task.family}) model, which has no "
+                            "serving to export; export takes encoders and the models of "
+                            "the tasks that serve them (`Task.serving`).", field="checkpoint")
+    seq = _seq_length(max_seq_length or settings.max_seq_length, model.encoder.config,
                       explicit=max_seq_length is not None)
-    if kind == "span_labeler" and seq <= settings.max_query_length + 3:
-        raise ArgumentError(f"max_seq_length {seq} leaves no room for the passage after a "
-                            f"question of max_query_length {settings.max_query_length} "
-                            "and [CLS], [SEP], [SEP]; give a larger --max_seq_length.",
-                            field="max_seq_length")
-    return ExportSource(model, kind, run.tokenizer,
+    serving.check_seq_length(seq)
+    return ExportSource(model, serving, run.tokenizer,
                         without_byte_order_mark(checkpoint_vocab(path)), seq,
-                        source=path, task=task.name, **fields)
-
-
-def _with_policy(model: keras.Model, policy: str) -> keras.Model:
-    """The same task model with its encoder (and so its heads) at another dtype policy."""
-    config = model.get_config()
-    config["encoder"]["config"]["dtype"] = policy
-    clone = model.__class__.from_config(config)
-    clone.set_weights(model.get_weights())
-    return clone
+                        source=path, task=task.name)
 
 
 def _policy(precision: str):

@@ -19,9 +19,9 @@ WARMUP_FILE = "tf_serving_warmup_requests"
 
 def warmup_requests(source: ExportSource, model_name: str, text: bool = True) -> list:
     """TF Serving warmup records (`PredictionLog`s) for each signature at a few shapes:
-    ids [batch, seq] ([batch, choices, seq] for multiple choice, at the model's number
-    of choices) and strings for each of `source.text_inputs` ([batch], and
-    [batch, choices] for `endings`)."""
+    ids [batch, seq] ([batch, choices, seq] for a model with choices, at its number of
+    choices) and strings for each of `source.text_inputs` ([batch], or [batch, choices]
+    for an input of rank 2)."""
     import numpy as np
     from tensorflow_serving.apis import model_pb2, predict_pb2, prediction_log_pb2
 
@@ -38,9 +38,10 @@ def warmup_requests(source: ExportSource, model_name: str, text: bool = True) ->
         logs.append(prediction_log_pb2.PredictionLog(
             predict_log=prediction_log_pb2.PredictLog(request=request)))
 
-    # Multiple choice takes [batch, choices, seq] ids and [batch, choices] endings.
-    choices = ((source.num_choices or source.model.num_choices,)
-               if source.kind == "multiple_choice" else ())
+    # A model with choices takes [batch, choices, seq] ids and [batch, choices] strings
+    # where its `serve_text` takes a matrix (multiple choice's endings).
+    choices = source.serving.warmup_choices(source.model)
+    ranks = source.serving.text_ranks
     for batch, seq in ((1, 16), (8, 64), (1, source.max_seq_length)):
         seq = min(seq, source.max_seq_length)
         shape = (batch, *choices, seq)
@@ -52,9 +53,8 @@ def warmup_requests(source: ExportSource, model_name: str, text: bool = True) ->
     token = tok.vocabulary[word]
     for batch, words in ((1, 8), (8, 40), (1, source.max_seq_length)) if text else ():
         value = " ".join([token] * words)
-        add("serve_text", {name: np.full((batch, *choices) if name == "endings" else (batch,),
-                                         value, dtype=object)
-                           for name in source.text_inputs})
+        add("serve_text", {name: np.full((batch, *choices)[:rank], value, dtype=object)
+                           for name, rank in ranks.items()})
     return logs
 
 

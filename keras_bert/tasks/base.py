@@ -167,6 +167,12 @@ class Task(abc.ABC):
     def write_predictions(self, examples: Sequence, predictions: Sequence, path: str) -> None:
         """Writes predictions in the benchmark's submission format, atomically."""
 
+    def serving(self, settings: FeatureSettings):
+        """What `keras_bert.export` needs to serve this task's model (a
+        `keras_bert.tasks.serving.ModelServing`: outputs, `serve_text`, card fields), with
+        the run's `settings`; None for a task that cannot be exported."""
+        return None
+
     def training_examples(self, examples: Sequence) -> list:
         """The examples of the training split to train on (all of them, unless the
         task cannot make a target of some, e.g. SQuAD's mismatched answers)."""

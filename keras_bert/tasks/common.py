@@ -123,3 +123,13 @@ def warn_blank_lines(path: str, blank: Sequence[int], last_line: int) -> None:
         logger.warning("%s: line(s) %s are blank and get no prediction; every other row "
                        "keeps its place (its row number, or its id column) in the "
                        "predictions.", path, ", ".join(map(str, inside[:10])))
+
+
+def with_dtype_policy(model, policy):
+    """The same task model (a `keras_bert.model.models` class wrapping an `encoder`) with
+    its encoder, and so its heads, at another dtype policy; the weights are copied."""
+    config = model.get_config()
+    config["encoder"]["config"]["dtype"] = policy
+    clone = model.__class__.from_config(config)
+    clone.set_weights(model.get_weights())
+    return clone

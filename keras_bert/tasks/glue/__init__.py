@@ -4,8 +4,8 @@ family:
 - `task`: the nine GLUE tasks (reading their TSV files, features, decoding, the official
   metrics, submission files);
 - `library`: the demo's derived task in GLUE's layout ("which library is this docstring
-  sentence from?").
-
-Their `serve_text` is the plain one (tokenize, pack, run the classifier or regression
-head) that `keras_bert.export.signatures` builds for any family without its own.
+  sentence from?");
+- `serving`: what export serves of a classifier (`logits`, `probabilities`, `label`) or
+  a regressor (`score`); their `serve_text` is `ModelServing`'s common one (tokenize,
+  pack, run), in a SavedModel and in LiteRT alike.
 """

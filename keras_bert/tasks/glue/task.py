@@ -115,6 +115,15 @@ class GlueTask(Task):
     def __repr__(self):
         return f"GlueTask({self.name!r})"
 
+    def serving(self, settings: FeatureSettings):
+        """A classifier's serving (label names, one text or a pair), or a regressor's."""
+        from keras_bert.tasks.glue.serving import ClassifierServing, RegressionServing
+
+        pair = len(self.text_columns) > 1
+        if self.is_regression:
+            return RegressionServing(pair=pair)
+        return ClassifierServing(pair=pair, label_names=tuple(self.labels))
+
     @property
     def is_regression(self) -> bool:
         return self.labels is None

@@ -28,10 +28,14 @@ Outputs:
 
 from __future__ import annotations
 
+import dataclasses
+from typing import ClassVar
+
 import tensorflow as tf
 
+from keras_bert.tasks.multiple_choice import litert_serving
 from keras_bert.tasks.multiple_choice.task import NO_ANSWER
-from keras_bert.tasks.serving import choice_string_batches
+from keras_bert.tasks.serving import ModelServing, choice_string_batches
 
 NO_ENDING = NO_ANSWER  # `label` of a row whose endings are all blank
 
@@ -62,3 +66,62 @@ def serve_choices(module, inputs):
     out["probabilities"] = probabilities
     out["label"] = tf.where(any_present, label, NO_ENDING)
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ChoiceServing(ModelServing):
+    """A multiple-choice model (`BertMultipleChoice`, SWAG): ids [batch, choices, seq]
+    (any number of choices) give `logits` and `probabilities` [batch, choices] and
+    `label`, the index of the best choice; `serve_text` is `serve_choices`.
+
+    Attributes:
+        num_choices: the number of endings the model was trained on.
+    """
+
+    kind: ClassVar[str] = "multiple_choice"
+    has_choices: ClassVar[bool] = True
+    pair: bool = True
+    num_choices: int | None = None
+
+    @property
+    def text_inputs(self) -> tuple[str, ...]:
+        return ("text", "text_pair", "endings")
+
+    @property
+    def text_ranks(self) -> dict[str, int]:
+        return {"text": 1, "text_pair": 1, "endings": 2}
+
+    def forward(self, model, inputs) -> dict:
+        # BertMultipleChoice's own graph, with the choices folded into the batch here:
+        # the Keras model takes only the number of choices it was built with (its
+        # inputs are [batch, num_choices, seq]); its dropout is the identity at
+        # inference, so the encoder and the choice head are all there is to run.
+        shape = tf.shape(inputs["input_word_ids"])
+        flat = {k: tf.reshape(v, [-1, shape[-1]]) for k, v in inputs.items()}
+        pooled = model.encoder(flat, training=False)["pooled_output"]
+        scores = model.get_layer("choice_score")(pooled, training=False)
+        logits = tf.reshape(tf.cast(scores, tf.float32), shape[:2])
+        return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1)}
+
+    def named_outputs(self, out: dict, inputs: dict) -> dict:
+        # Endings have no names: the label is an index.
+        return {**out, "label": tf.argmax(out["logits"], axis=-1, output_type=tf.int32)}
+
+    def serve_text(self, module, inputs: dict) -> dict:
+        return serve_choices(module, inputs)
+
+    def serve_lite_text(self, module, inputs: dict) -> dict:
+        return litert_serving.serve_choices(module, inputs)
+
+    def card_fields(self) -> dict:
+        return {"num_choices": self.num_choices}
+
+    def truncation(self, max_seq_length: int) -> str:
+        return ("each choice, [CLS] text [SEP] text_pair + ' ' + ending [SEP], longer than "
+                f"max_seq_length ({max_seq_length}) word pieces is cut as in "
+                "fine-tuning and `keras-bert predict` (google-research/bert's longest-first "
+                "rule: a piece off the end of the longer of the context and the "
+                "continuation until it fits)")
+
+    def warmup_choices(self, model) -> tuple[int, ...]:
+        return (self.num_choices or model.num_choices,)

@@ -226,6 +226,12 @@ class SwagTask(Task):
                                    tokenizer, [x for e in examples for x in e.endings]
                                ).reshape(len(examples), NUM_CHOICES)})
 
+    def serving(self, settings: FeatureSettings):
+        """Multiple choice's serving (context, continuation, endings)."""
+        from keras_bert.tasks.multiple_choice.serving import ChoiceServing
+
+        return ChoiceServing(num_choices=int(self.num_choices))
+
     def build_model(self, encoder, **kwargs):
         """`BertMultipleChoice(encoder, num_choices=4)`; `kwargs` go to it."""
         return BertMultipleChoice(encoder, num_choices=NUM_CHOICES, **kwargs)

@@ -28,18 +28,18 @@ def serve_questions(module, inputs):
     null score - best score > threshold is computed in float32 (equal unless within
     float32 rounding of the threshold). An answer over `ANSWER_MAX_BYTES` of UTF-8 is
     cut there."""
-    source = module.source
+    source, serving = module.source, module.serving
     question, passage = inputs["text"], inputs["text_pair"]
     batch = tf.size(question)
     (q_ids, p_ids), (_, p_starts), (_, p_ends), decoded = (
         module.lite_tokenizer.tokenize_with_offsets(question, passage))
-    q_len = tf.minimum(tf.cast(q_ids.row_lengths(), tf.int32), source.max_query_length)
+    q_len = tf.minimum(tf.cast(q_ids.row_lengths(), tf.int32), serving.max_query_length)
     q_ids = window_pieces(q_ids, tf.range(batch), tf.zeros_like(q_len), q_len)  # its head
     n_tokens = tf.cast(p_ids.row_lengths(), tf.int32)
     room = source.max_seq_length - q_len - 3  # passage pieces per window
 
     # One row per window: its question, where it starts and how long it is.
-    example, start, length, splits = windows(n_tokens, room, source.doc_stride)
+    example, start, length, splits = windows(n_tokens, room, serving.doc_stride)
     count = tf.size(example)
     index = tf.range(count) - tf.gather(splits, example)
     offset = tf.gather(q_len, example) + 2  # the passage's first position
@@ -51,7 +51,7 @@ def serve_questions(module, inputs):
     end_logits = tf.where(real, out["end_logits"], float("-inf"))
 
     # Candidates of each window: its n_best_size best starts x best ends.
-    k = tf.minimum(source.n_best_size, tf.shape(start_logits)[1])
+    k = tf.minimum(serving.n_best_size, tf.shape(start_logits)[1])
     top_start = tf.math.top_k(start_logits, k).indices
     top_end = tf.math.top_k(end_logits, k).indices
 
@@ -61,13 +61,13 @@ def serve_questions(module, inputs):
     token_of_start = tf.reshape(start[:, None] + top_start - offset[:, None], [-1])
     of_window = tf.reshape(tf.tile(example[:, None], [1, k]), [-1])
     best = best_windows(token_of_start, tf.gather(n_tokens, of_window),
-                        tf.gather(room, of_window), source.doc_stride)
+                        tf.gather(room, of_window), serving.doc_stride)
     is_max_context = tf.reshape(best, tf.shape(top_start)) == index[:, None]
     # [windows, start rank, end rank]
     i, j = tf.expand_dims(top_start, 2), tf.expand_dims(top_end, 1)
     ok = (tf.expand_dims(in_passage(top_start) & is_max_context, 2)
           & tf.expand_dims(in_passage(top_end), 1) & (j >= i)
-          & (j - i + 1 <= source.max_answer_length))
+          & (j - i + 1 <= serving.max_answer_length))
     score, error = _two_sum(
         tf.expand_dims(tf.gather(start_logits, top_start, batch_dims=1), 2),
         tf.expand_dims(tf.gather(end_logits, top_end, batch_dims=1), 1))
@@ -94,11 +94,11 @@ def serve_questions(module, inputs):
     blank = _blank_rows(decoded)  # questions, then passages
     keep = (has_span & ~tf.gather(blank, tf.range(batch))
             & ~tf.gather(blank, batch + tf.range(batch)))
-    if source.null_score_diff_threshold is not None:
+    if serving.null_score_diff_threshold is not None:
         null_score, null_error = _two_sum(start_logits[:, 0], end_logits[:, 0])
         null, null_error = _segment_min_pair(null_score, null_error, example, batch)
         diff = (null - best_score) + (null_error - best_error)
-        keep &= ~(diff > source.null_score_diff_threshold)
+        keep &= ~(diff > serving.null_score_diff_threshold)
     return {
         "answer": _answers(decoded, batch, char_start, char_end, keep),
         "answer_start": tf.where(keep, char_start, -1),

@@ -29,9 +29,14 @@ writes run_squad's placeholder text "empty" and `serve_text` gives no answer.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import ClassVar
+
 import tensorflow as tf
 
-from keras_bert.tasks.serving import string_batches
+from keras_bert.core.errors import ArgumentError
+from keras_bert.tasks.serving import ModelServing, string_batches
+from keras_bert.tasks.squad import litert_serving
 from keras_bert.tasks.windows import best_windows, window_table
 
 # What Python's `str.strip()` removes (RE2's \s is ASCII only; \p{Z} is Zs, Zl, Zp):
@@ -52,17 +57,17 @@ def serve_questions(module, inputs):
     # valid UTF-8.
     passage = tf.strings.unicode_transcode(inputs["text_pair"], "UTF-8", "UTF-8",
                                            errors="replace", replacement_char=0xFFFD)
-    source = module.source
+    source, serving = module.source, module.serving
     tok = source.tokenizer
     batch = tf.shape(question, out_type=tf.int64)[0]
 
-    q_ids = tok.tokenize(question)[:, :source.max_query_length]
+    q_ids = tok.tokenize(question)[:, :serving.max_query_length]
     p_ids, p_starts, p_ends = tok.tokenize_with_offsets(passage, unit="char")
     q_len = q_ids.row_lengths()
     n_tokens = p_ids.row_lengths()
     room = source.max_seq_length - q_len - 3  # passage pieces per window
 
-    table = window_table(n_tokens, room, source.doc_stride)
+    table = window_table(n_tokens, room, serving.doc_stride)
     example, start, length = table["sequence"], table["start"], table["length"]
     index = tf.range(tf.size(example, out_type=tf.int64)) - tf.gather(table["splits"], example)
     offset = tf.gather(q_len, example) + 2  # the passage's first position
@@ -73,18 +78,18 @@ def serve_questions(module, inputs):
     end_logits = tf.where(real, tf.cast(out["end_logits"], tf.float64), _NEG_INF)
 
     # Candidates of each window: its n_best_size best starts x best ends.
-    k = tf.minimum(tf.cast(source.n_best_size, tf.int64), seq)
+    k = tf.minimum(tf.cast(serving.n_best_size, tf.int64), seq)
     top_start, top_end = _top_positions(start_logits, k), _top_positions(end_logits, k)
 
     token_of_start = start[:, None] + top_start - offset[:, None]  # passage token index
     best = best_windows(tf.reshape(token_of_start, [-1]),
                         tf.repeat(example, tf.shape(top_start, out_type=tf.int64)[1]),
-                        n_tokens, room, source.doc_stride)
+                        n_tokens, room, serving.doc_stride)
     is_max_context = tf.reshape(best, tf.shape(top_start)) == index[:, None]
     i, j = top_start[:, :, None], top_end[:, None, :]
     ok = ((_in_passage(top_start, offset, length) & is_max_context)[:, :, None]
           & _in_passage(top_end, offset, length)[:, None, :]
-          & (j >= i) & (j - i + 1 <= source.max_answer_length))
+          & (j >= i) & (j - i + 1 <= serving.max_answer_length))
     score = (tf.gather(start_logits, top_start, batch_dims=1)[:, :, None]
              + tf.gather(end_logits, top_end, batch_dims=1)[:, None, :])
     per_window = k * k
@@ -111,10 +116,10 @@ def serve_questions(module, inputs):
     char_end = _passage_value(p_ends, end_token, has_span)
 
     keep = has_span & ~_blank(question) & ~_blank(passage)
-    if source.null_score_diff_threshold is not None:
+    if serving.null_score_diff_threshold is not None:
         null = tf.math.unsorted_segment_min(start_logits[:, 0] + end_logits[:, 0], example,
                                             batch)
-        keep &= ~(null - best_score > source.null_score_diff_threshold)
+        keep &= ~(null - best_score > serving.null_score_diff_threshold)
     answer = tf.strings.substr(passage, tf.cast(char_start, tf.int32),
                                tf.cast(char_end - char_start, tf.int32), unit="UTF8_CHAR")
     return {
@@ -165,3 +170,52 @@ def _passage_value(ragged, token, present):
     flat = tf.concat([ragged.flat_values, tf.zeros([1], ragged.flat_values.dtype)], axis=0)
     where = tf.where(present, ragged.row_starts() + token, tf.size(flat, out_type=tf.int64) - 1)
     return tf.gather(flat, where)
+
+
+@dataclasses.dataclass(frozen=True)
+class SpanServing(ModelServing):
+    """A SQuAD span labeler (`BertSpanLabeler`): `start_logits` and `end_logits` from
+    ids; from `serve_text` (question as `text`, passage as `text_pair`) the answer as
+    `keras-bert predict` decodes it, with these settings (the run's):
+
+    Attributes:
+        max_query_length, max_answer_length, n_best_size, doc_stride: SQuAD's
+            settings (`FeatureSettings`).
+        null_score_diff_threshold: v2.0: no answer when null score - best span > it;
+            None for v1.1 (always an answer).
+    """
+
+    kind: ClassVar[str] = "span_labeler"
+    pair: bool = True
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    n_best_size: int = 20
+    doc_stride: int = 128
+    null_score_diff_threshold: float | None = None
+
+    def forward(self, model, inputs) -> dict:
+        out = model(inputs, training=False)
+        return {"start_logits": tf.cast(out["start_logits"], tf.float32),
+                "end_logits": tf.cast(out["end_logits"], tf.float32)}
+
+    def serve_text(self, module, inputs: dict) -> dict:
+        return serve_questions(module, inputs)
+
+    def serve_lite_text(self, module, inputs: dict) -> dict:
+        return litert_serving.serve_questions(module, inputs)
+
+    def check_seq_length(self, max_seq_length: int) -> None:
+        if max_seq_length <= self.max_query_length + 3:
+            raise ArgumentError(
+                f"max_seq_length {max_seq_length} leaves no room for the passage after a "
+                f"question of max_query_length {self.max_query_length} and [CLS], [SEP], "
+                "[SEP]; give a larger --max_seq_length.", field="max_seq_length")
+
+    def truncation(self, max_seq_length: int) -> str:
+        return (f"the question is cut to max_query_length ({self.max_query_length}) word "
+                "pieces; a passage of any length is read in windows of what is left of "
+                f"max_seq_length ({max_seq_length}) whose starts are doc_stride "
+                f"({self.doc_stride}) pieces apart, and the answer is the best span over "
+                "all windows (n_best_size "
+                f"{self.n_best_size}, max_answer_length {self.max_answer_length}), as "
+                "`keras-bert predict` decodes")

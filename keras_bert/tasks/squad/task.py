@@ -110,6 +110,17 @@ class SquadTask(Task):
         """See `squad_features`."""
         return squad_features(examples, tokenizer, settings)
 
+    def serving(self, settings: FeatureSettings):
+        """A span labeler's serving, answering with `settings` as `decode` does."""
+        from keras_bert.tasks.squad.serving import SpanServing
+
+        return SpanServing(
+            max_query_length=settings.max_query_length,
+            max_answer_length=settings.max_answer_length, n_best_size=settings.n_best_size,
+            doc_stride=settings.doc_stride,
+            null_score_diff_threshold=(float(self.null_score_diff_threshold)
+                                       if self.version_2 else None))
+
     def build_model(self, encoder, **kwargs):
         """A `BertSpanLabeler` on `encoder` (its default loss: the mean of the start and
         end cross-entropies, as in the paper)."""

@@ -13,8 +13,8 @@ from keras_bert.text.litert_ops import concat_rows, row_of, split_words
 
 def serve_words(module, inputs):
     """The tagger's `serve_text` (`keras_bert.tasks.tagging.serving`) in LiteRT ops."""
-    source = module.source
-    tok, names = source.tokenizer, [*source.label_names, ""]
+    source, serving = module.source, module.serving
+    tok, names = source.tokenizer, [*serving.label_names, ""]
     words, word_splits, starts, ends = split_words(inputs["text"], whitespace_code_points())
     count = tf.size(starts)
     word_text = row_of(word_splits, count)
@@ -31,14 +31,14 @@ def serve_words(module, inputs):
     text_start = tf.cumsum(text_pieces, exclusive=True)
     first_piece = tf.cumsum(lengths, exclusive=True) - tf.gather(text_start, word_text)
     room = source.max_seq_length - 2
-    window, start, length, window_splits = windows(text_pieces, room, source.doc_stride)
+    window, start, length, window_splits = windows(text_pieces, room, serving.doc_stride)
     segment = tf.RaggedTensor.from_row_splits(pieces.flat_values, tf.cast(tf.concat(
         [[0], tf.cumsum(text_pieces)], axis=0), tf.int64), validate=False)
     # Window w holds pieces start[w]:start[w] + length[w] of its text.
     logits = module.model_outputs(module.pack_text([window_pieces(segment, window, start,
                                                                   length)]))["logits"]
     best = best_windows(first_piece, tf.gather(text_pieces, word_text), room,
-                        source.doc_stride)
+                        serving.doc_stride)
     feature = tf.gather(window_splits, word_text) + best
     position = 1 + first_piece - tf.gather(start, feature)
     guessed = tf.argmax(tf.gather_nd(logits, tf.stack([feature, position], axis=1)),

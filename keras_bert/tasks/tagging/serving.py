@@ -24,9 +24,18 @@ words (empty or only whitespace) gets 0 words, never a failed request.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import ClassVar
+
 import tensorflow as tf
 
-from keras_bert.tasks.serving import string_batches, whitespace_code_points
+from keras_bert.tasks.serving import (
+    ModelServing,
+    label_lookup,
+    string_batches,
+    whitespace_code_points,
+)
+from keras_bert.tasks.tagging import litert_serving
 from keras_bert.tasks.windows import best_windows, window_table
 
 
@@ -77,7 +86,7 @@ def serve_words(module, inputs):
     """Labels of the words of `inputs["text"]` ([batch] sentences); see the module
     docstring."""
     text = string_batches(inputs)["text"]
-    source = module.source
+    source, serving = module.source, module.serving
     tok = source.tokenizer
     words, starts, ends = split_words(text)
     word_text = words.value_rowids()  # the text of each word of the batch
@@ -94,7 +103,7 @@ def serve_words(module, inputs):
     first_piece = tf.cumsum(count, exclusive=True) - tf.gather(text_start, word_text)
 
     room = source.max_seq_length - 2
-    table = window_table(text_pieces, room, source.doc_stride)
+    table = window_table(text_pieces, room, serving.doc_stride)
     window, start, length = table["sequence"], table["start"], table["length"]
     ids = tf.gather(pieces.flat_values,
                     tf.ragged.range(start, start + length) + tf.gather(text_start, window)[:, None])
@@ -108,14 +117,48 @@ def serve_words(module, inputs):
               "input_type_ids": tf.zeros_like(word_ids)}
     logits = module.model_outputs(packed)["logits"]
 
-    best = best_windows(first_piece, word_text, text_pieces, room, source.doc_stride)
+    best = best_windows(first_piece, word_text, text_pieces, room, serving.doc_stride)
     feature = tf.gather(table["splits"], word_text) + best
     position = 1 + first_piece - tf.gather(start, feature)
     guessed = tf.argmax(tf.gather_nd(logits, tf.stack([feature, position], axis=1)), axis=-1)
-    names = tf.constant(list(source.label_names))
+    names = tf.constant(list(serving.label_names))
     labels = words.with_flat_values(tf.gather(names, guessed))
     return {"words": words.to_tensor(default_value=""),
             "labels": labels.to_tensor(default_value=""),
             "word_start": tf.cast(starts, tf.int32).to_tensor(default_value=-1),
             "word_end": tf.cast(ends, tf.int32).to_tensor(default_value=-1),
             "num_words": tf.cast(words.row_lengths(), tf.int32)}
+
+
+@dataclasses.dataclass(frozen=True)
+class TaggerServing(ModelServing):
+    """A token tagger (NER): `logits` [batch, seq, labels] and per-token `labels` from
+    ids ("" on padding); from `serve_text`, a label per whitespace word (see the module
+    docstring), over windows `doc_stride` pieces apart for long sentences."""
+
+    kind: ClassVar[str] = "tagger"
+    doc_stride: int = 128
+
+    def named_outputs(self, out: dict, inputs: dict) -> dict:
+        best = tf.argmax(out["logits"], axis=-1, output_type=tf.int32)
+        return {**out, "labels": label_lookup(self.label_names, best,
+                                              keep=inputs["input_mask"] > 0)}
+
+    def serve_text(self, module, inputs: dict) -> dict:
+        return serve_words(module, inputs)
+
+    def serve_lite_text(self, module, inputs: dict) -> dict:
+        return litert_serving.serve_words(module, inputs)
+
+    def truncation(self, max_seq_length: int) -> str:
+        return (f"a sentence longer than max_seq_length ({max_seq_length}) word "
+                "pieces, [CLS] and [SEP] included, is read in windows whose starts are "
+                f"doc_stride ({self.doc_stride}) pieces apart; each word is labelled from "
+                "the window where its first piece has the most context, as `keras-bert "
+                "predict` labels it")
+
+    def litert_limits(self, text: bool) -> dict:
+        if not text:
+            return {}
+        return {"words": "at least one word column (\"\", -1 padding) when no text has a "
+                         "word: LiteRT's Python API cannot return an empty tensor"}

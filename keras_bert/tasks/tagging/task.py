@@ -308,6 +308,12 @@ class NerTask(Task):
         return (np.concatenate(ids).astype(np.int32),
                 np.concatenate(counts).astype(np.int64))
 
+    def serving(self, settings: FeatureSettings):
+        """A tagger's serving: its label names, windows `settings.doc_stride` apart."""
+        from keras_bert.tasks.tagging.serving import TaggerServing
+
+        return TaggerServing(label_names=tuple(self.labels), doc_stride=settings.doc_stride)
+
     def build_model(self, encoder, feature_based: bool = False, **kwargs):
         """The tagger on `encoder`: `BertNerTagger` (fine-tuning), or with
         `feature_based=True` `BertFeatureBasedTagger` (frozen encoder, last four
