@@ -2,6 +2,8 @@
 
 - `task`: reading SWAG's CSV, features (four sequences an example), decoding under the
   blank-ending rule, accuracy, `SwagTask`;
-- `serving`: the SavedModel's `serve_text` (context, start and endings in);
+- `endings`: the blank-ending rule (`blank_endings`, `choose_endings`, `NO_ANSWER`);
+- `serving`: `ChoiceServing` (what export serves) and the SavedModel's `serve_text`
+  (context, start and endings in);
 - `litert_serving`: the same in LiteRT's ops.
 """

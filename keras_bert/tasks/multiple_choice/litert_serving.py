@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_bert.tasks.multiple_choice.task import NO_ANSWER
+from keras_bert.tasks.multiple_choice.endings import NO_ANSWER
 from keras_bert.text.litert_ops import concat_rows, gather_rows
 
 
@@ -14,7 +14,7 @@ def serve_choices(module, inputs):
     """Multiple choice's `serve_text` (`keras_bert.tasks.multiple_choice.serving`) in LiteRT
     ops. Sentence B of a choice, `text_pair + " " + ending`, is tokenized as the pieces
     of `text_pair` then those of the ending: the space splits them, so the ids are the
-    same. A blank ending (no pieces) is no candidate: `keras_bert.tasks.multiple_choice.task`'s
+    same. A blank ending (no pieces) is no candidate: `keras_bert.tasks.multiple_choice.endings`'s
     rule."""
     text, pair, endings = inputs["text"], inputs["text_pair"], inputs["endings"]
     batch, count = tf.shape(endings)[0], tf.shape(endings)[1]

@@ -7,7 +7,7 @@ INVALID_ARGUMENT naming the input):
 * `text_pair` [batch]: the start of the continuation (SWAG's `sent2`; may be "");
 * `endings` [batch, E]: the candidate endings, any E >= 1 (the model's trained number,
   4 for SWAG, is what it was fitted on, but any number is scored). A blank ending (no
-  word pieces: "", whitespace, zero-width characters; `keras_bert.tasks.multiple_choice.task`
+  word pieces: "", whitespace, zero-width characters; `keras_bert.tasks.multiple_choice.endings`
   states the rule) means "no ending here", so rows may have fewer endings than E.
 
 Choice k of a row is packed as `[CLS] text [SEP] text_pair + " " + endings[k] [SEP]`,
@@ -34,7 +34,7 @@ from typing import ClassVar
 import tensorflow as tf
 
 from keras_bert.tasks.multiple_choice import litert_serving
-from keras_bert.tasks.multiple_choice.task import NO_ANSWER
+from keras_bert.tasks.multiple_choice.endings import NO_ANSWER
 from keras_bert.tasks.serving import ModelServing, choice_string_batches
 
 NO_ENDING = NO_ANSWER  # `label` of a row whose endings are all blank
@@ -42,7 +42,7 @@ NO_ENDING = NO_ANSWER  # `label` of a row whose endings are all blank
 
 def serve_choices(module, inputs):
     """`serve_text` for `module` (a `ServingModule` of a multiple-choice model); blank
-    endings follow `keras_bert.tasks.multiple_choice.task`'s rule."""
+    endings follow `keras_bert.tasks.multiple_choice.endings`'s rule."""
     inputs = choice_string_batches(inputs)
     text, pair, endings = inputs["text"], inputs["text_pair"], inputs["endings"]
     batch, count = tf.shape(endings)[0], tf.shape(endings)[1]

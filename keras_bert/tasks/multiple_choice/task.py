@@ -9,18 +9,8 @@ Each example becomes four sequences `[CLS] sent1 [SEP] sent2 + " " + ending_k [S
 (the paper's sentence A = the given sentence, sentence B = a possible continuation),
 scored by `BertMultipleChoice` and softmaxed over the four choices.
 
-Blank endings. The one rule for every answer the package gives to a multiple-choice
-example from text (`keras-bert predict` and `evaluate` through `SwagTask.decode`, the
-SavedModel's `serve_text` in `keras_bert.tasks.multiple_choice.serving`, the LiteRT
-`serve_text` in `keras_bert.tasks.multiple_choice.litert_serving.serve_choices`): an ending is *blank*
-when the tokenizer turns it into no word pieces: "", whitespace of any kind (U+3000 and
-U+00A0 included), or only characters BERT's text cleaning drops (control and format
-characters such as U+200B ZERO WIDTH SPACE, U+FFFD; lone accents when uncased). A blank
-ending is not a candidate: its choice is still scored (as `start` alone) but gets
-probability 0 and is never the label; the label is the highest-scoring of the other
-endings. An example whose endings are all blank has no answer: label -1 (`NO_ANSWER`)
-and all probabilities 0; `predictions.csv` writes it as -1, and accuracy counts it wrong.
-Only answering follows the rule; training sees all four choices as the data gives them.
+Blank endings (an ending of no word pieces is never the answer; a row of only blank
+endings answers -1) follow the one rule of `keras_bert.tasks.multiple_choice.endings`.
 """
 
 from __future__ import annotations
@@ -32,7 +22,6 @@ import os
 from collections.abc import Sequence
 
 import numpy as np
-import tensorflow as tf
 
 from keras_bert.core import fileio
 from keras_bert.core.errors import ArgumentError, DataError
@@ -40,50 +29,21 @@ from keras_bert.metrics import accuracy
 from keras_bert.model.models import BertMultipleChoice
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import (
-    TOKENIZE_BATCH,
     as_numpy_outputs,
     encode_text_segments,
     read_text,
     warn_blank_lines,
 )
+from keras_bert.tasks.multiple_choice.endings import (  # noqa: F401 (NO_ANSWER: named here too)
+    NO_ANSWER,
+    blank_endings,
+    choose_endings,
+)
 
 NUM_CHOICES = 4
 _ENDINGS = tuple(f"ending{k}" for k in range(NUM_CHOICES))
-NO_ANSWER = -1  # the label of an example whose endings are all blank
 # `Features.extra` key: bool [examples, NUM_CHOICES], which endings are blank.
 BLANK_ENDINGS = "blank_endings"
-
-
-def blank_endings(tokenizer, endings: Sequence[str]) -> np.ndarray:
-    """Whether each ending is blank (no word pieces; the module docstring's rule), a
-    bool array as long as `endings`.
-
-    Example:
-
-    >>> from keras_bert.text.tokenizer import BertTokenizer
-    >>> tok = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"])
-    >>> blank_endings(tok, ["a", "", " \\t", "\\u200b", "\\u3000", "?"]).tolist()
-    [False, True, True, True, True, False]
-    """
-    counts = [tokenizer.tokenize(tf.constant(list(endings[i:i + TOKENIZE_BATCH]), tf.string))
-              .row_lengths().numpy() for i in range(0, len(endings), TOKENIZE_BATCH)]
-    return np.concatenate(counts) == 0 if counts else np.zeros(0, bool)
-
-
-def choose_endings(logits: np.ndarray, blank: np.ndarray) -> np.ndarray:
-    """The label of each row of `logits` [n, E] under the blank-ending rule (module
-    docstring): the best non-blank ending, `NO_ANSWER` where `blank` [n, E] is all True.
-
-    Example:
-
-    >>> choose_endings(np.array([[5., 1, 2], [5, 1, 2]]),
-    ...                np.array([[False] * 3, [True, False, True]])).tolist()
-    [0, 1]
-    >>> choose_endings(np.array([[5., 1]]), np.array([[True, True]])).tolist()
-    [-1]
-    """
-    best = np.argmax(np.where(blank, -np.inf, logits), axis=-1)
-    return np.where(blank.all(axis=-1), NO_ANSWER, best)
 
 
 @dataclasses.dataclass(frozen=True)
