@@ -1,7 +1,8 @@
 """How every `keras-bert` subcommand parses its flags: one `ArgumentParser` (usage
 errors as one line that names the flag meant), one boolean-flag style (`add_boolean`),
-checked numbers (`positive_int`, ...) and options built from the library's dataclasses
-(`options_from_args`).
+checked numbers (`positive_int`, ...), the flags of an options dataclass made from its
+fields' declarations (`add_options`; `keras_bert.core.checks.option`) and the options
+built back from the parsed flags (`options_from_args`).
 """
 
 from __future__ import annotations
@@ -9,12 +10,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import functools
 import re
 import shlex
 import sys
 
+from keras_bert.core.checks import declaration
 from keras_bert.core.errors import ArgumentError
-from keras_bert.pipelines.field_flags import flag_of
+from keras_bert.pipelines.field_flags import OPTION_FLAGS_DEST, flag_of, option_flags
 from keras_bert.pipelines.reporting import EXIT_USAGE
 
 # Whatever starts like a number is a value for the flag's type to check (argparse before
@@ -159,6 +162,7 @@ def add_boolean(parser: argparse.ArgumentParser, name: str, default: bool | None
                         default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
+@functools.cache  # one parser a range: `positive_int` is the options' `at_least=1` too
 def _number(kind: type, low=None, high=None, low_open=False):
     def parse(text: str):
         try:
@@ -178,11 +182,11 @@ def _number(kind: type, low=None, high=None, low_open=False):
     return parse
 
 
-positive_int = _number(int, 1)
-nonnegative_int = _number(int, 0)
-positive_float = _number(float, 0, low_open=True)
-nonnegative_float = _number(float, 0)
-probability = _number(float, 0, 1)
+positive_int = _number(int, 1, None, False)
+nonnegative_int = _number(int, 0, None, False)
+positive_float = _number(float, 0, None, True)
+nonnegative_float = _number(float, 0, None, False)
+probability = _number(float, 0, 1, False)
 
 
 def check_max_seq_length(args: argparse.Namespace) -> None:
@@ -213,6 +217,61 @@ def options_from_args(options_class: type, args: argparse.Namespace, **overrides
               if f.init and hasattr(args, f.name)}
     values.update(overrides)
     return options_class(**values)
+
+
+def add_options(parser: argparse.ArgumentParser, options_class: type,
+                only: tuple[str, ...] | None = None) -> None:
+    """The flags of `options_class`'s fields (those in `only`, if given), as each field
+    declares them (`keras_bert.core.checks.option`): its flags, its help, its default,
+    its type from its annotation, and its range or choices checked as the flag is parsed
+    (a boolean field: `add_boolean`'s style). A field declared without flags, or not
+    with `option`, gets none. `options_from_args` builds the options back.
+
+    Example:
+
+    >>> from keras_bert.core.checks import option
+    >>> @dataclasses.dataclass
+    ... class Options:
+    ...     steps: int = option(10, "updates", at_least=1)
+    ...     fast: bool = option(False, "go fast")
+    >>> p = ArgumentParser(prog="x")
+    >>> add_options(p, Options)
+    >>> args = p.parse_args(["--steps", "3", "--fast"])
+    >>> args.steps, args.fast, options_from_args(Options, args)
+    (3, True, Options(steps=3, fast=True))
+    """
+    made = dict(parser.get_default(OPTION_FLAGS_DEST) or {})
+    for field in dataclasses.fields(options_class):
+        declared, flags = declaration(field), option_flags(field)
+        if declared is None or not flags or (only is not None and field.name not in only):
+            continue
+        kind = str(field.type).partition(" | ")[0]
+        if kind == "bool":
+            add_boolean(parser, flags[0][2:], field.default, declared.help)
+        else:
+            parser.add_argument(*flags, dest=field.name, default=field.default,
+                                choices=declared.choices, help=_help(declared.help, field),
+                                type=_flag_type(kind, declared))
+        made[field.name] = flags[0]
+    parser.set_defaults(**{OPTION_FLAGS_DEST: made})
+
+
+def _help(text: str, field: dataclasses.Field) -> str:
+    """A flag's help: the field's, with its default unless None or told already."""
+    if field.default is None or "(default" in text:
+        return text
+    return f"{text} (default: %(default)s)"
+
+
+def _flag_type(kind: str, declared):
+    """The argparse type of a flag of annotation `kind` ("int", "float", "str") and the
+    range `declared` (a `keras_bert.core.checks.Declared`)."""
+    if kind not in ("int", "float"):
+        return None
+    number = int if kind == "int" else float
+    if declared.low is None:
+        return number
+    return _number(number, declared.low, declared.high, declared.low_open)
 
 
 def add_debug(parser: argparse.ArgumentParser) -> None:

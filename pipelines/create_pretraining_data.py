@@ -38,17 +38,14 @@ from keras_bert.core.errors import ArgumentError, OutputError
 from keras_bert.data.options import PretrainingDataOptions
 from keras_bert.pipelines.flags import (
     add_boolean,
+    add_options,
     blame,
     library_logging,
     nonnegative_int,
     options_from_args,
-    positive_float,
     positive_int,
-    probability,
     require_output_directory,
 )
-
-_DEFAULTS = PretrainingDataOptions()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,34 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output_dir", required=True,
                         help="directory for the *.tfrecord shards and the JSON sidecar")
     parser.add_argument("--vocab_file", required=True, help="the WordPiece vocab.txt")
-    flag("do_lower_case", _DEFAULTS.do_lower_case,
-         "lower-case and strip accents (true for uncased vocabs)")
-    flag("do_whole_word_mask", _DEFAULTS.do_whole_word_mask,
-         "mask all WordPieces of a word together")
-    parser.add_argument("--max_seq_length", type=positive_int, default=_DEFAULTS.max_seq_length,
-                        help="tokens per instance, [CLS]/[SEP] included (default: %(default)s)")
-    parser.add_argument("--max_predictions_per_seq", type=positive_int,
-                        default=_DEFAULTS.max_predictions_per_seq,
-                        help="most masked-LM predictions per instance (default: %(default)s)")
-    parser.add_argument("--random_seed", type=int, default=_DEFAULTS.random_seed,
-                        help="seed that fixes the output (default: %(default)s)")
-    parser.add_argument("--dupe_factor", type=positive_int, default=_DEFAULTS.dupe_factor,
-                        help="passes over the input, each with different masks "
-                             "(default: %(default)s)")
-    parser.add_argument("--masked_lm_prob", type=probability, default=_DEFAULTS.masked_lm_prob,
-                        help="fraction of tokens to predict (default: %(default)s)")
-    parser.add_argument("--short_seq_prob", type=probability, default=_DEFAULTS.short_seq_prob,
-                        help="probability of a shorter random target length "
-                             "(default: %(default)s)")
-    flag("next_sentence_prediction", _DEFAULTS.next_sentence_prediction,
-         "sentence pairs with NSP labels; false packs full sentences into one segment "
-         "(RoBERTa's FULL-SENTENCES)")
-    flag("dynamic_masking", _DEFAULTS.dynamic_masking,
-         "store unmasked instances; mask in the training pipeline "
-         "(keras_bert.data.pretraining_dataset with a masker)")
-    parser.add_argument("--shard_size_mb", type=positive_float, default=_DEFAULTS.shard_size_mb,
-                        help="text per output shard in millions of characters; also the pool "
-                             "random next segments come from (default: %(default)s)")
+    add_options(parser, PretrainingDataOptions)
     parser.add_argument("--runner", choices=("local", "beam"), default="local",
                         help="local: worker processes on this machine; beam: an Apache Beam "
                              "pipeline (pip install -e \".[beam]\"), the same shards, on the "

@@ -1,21 +1,26 @@
 """Library field names as a command's flags, in one place.
 
 The library's messages name its fields and arguments (`output_dir`, `overwrite=True`;
-see `keras_bert.core.errors`), never flags. A command reports them in its own terms
-through `FIELD_FLAGS` alone: the flag of a field is `--<field>` unless listed there.
+see `keras_bert.core.errors`), never flags. A command names the flag of a field
+through `flag_of` alone: an options field's flags are declared with the field
+(`keras_bert.core.checks.option`; `option_flags` reads them, and `add_options`
+records the ones a command made in its parsed arguments); a library argument that is
+not an options field has the flag `--<field>` unless `FIELD_FLAGS` lists it.
 `in_flag_terms` renders an error for the command line: the culprit's flag first (an
 `ArgumentError`'s `field`, or the field a command `blame`s for errors of a kind), and
-an argument the message tells the user to pass, spelt as the library's keyword
-(`pass overwrite=True`), as the flag that passes it (`pass --overwrite`).
+each argument the message tells the user to pass (a `Setting`, see
+`KerasBertError.advising`) as the flag that passes it. The message's text is never
+rewritten.
 
 Example:
 
 >>> import argparse
->>> from keras_bert.core.errors import ArgumentError
+>>> from keras_bert.core.errors import ArgumentError, OutputError, Setting
 >>> args = argparse.Namespace(do_lower_case=True, overwrite=False)
 >>> in_flag_terms(ArgumentError("lower_case must be True or False", field="lower_case"), args)
 '--do_lower_case: lower_case must be True or False'
->>> in_flag_terms(OSError("'out' holds a run; set overwrite=True to replace it"), args)
+>>> in_flag_terms(OutputError.advising("'out' holds a run; pass ", Setting("overwrite", True),
+...                                    " to replace it"), args)
 "'out' holds a run; pass --overwrite to replace it"
 """
 
@@ -23,27 +28,41 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import re
+import dataclasses
 
-# Library field -> its flag, where the flag is not `--<field>`.
+from keras_bert.core.checks import declaration
+from keras_bert.core.errors import Setting
+
+# Library argument (not an options field) -> its flag, where the flag is not `--<field>`.
 FIELD_FLAGS = {"lower_case": "--do_lower_case", "task_name": "--task"}
 
-# The library's keyword spelling of an argument to pass ("set overwrite=True"): the verb,
-# the field, the value.
-_KEYWORD = re.compile(r"\b(?:(?:set|pass) )?([a-z][a-z0-9_]*)=(True|False)\b")
+# Where `add_options` records, in the parsed arguments, the flag of each options field
+# it made a flag for (field -> its first flag).
+OPTION_FLAGS_DEST = "_option_flags"
 
 
-def flag_of(field: str) -> str:
-    """The flag that sets library field `field`.
+def option_flags(field: dataclasses.Field) -> tuple[str, ...]:
+    """The flags of options field `field`: those its declaration names, else
+    `--<field>` (none for a field declared with `flags=()`)."""
+    declared = declaration(field)
+    if declared is not None and declared.flags is not None:
+        return declared.flags
+    return (f"--{field.name}",)
+
+
+def flag_of(field: str, args: argparse.Namespace | None = None) -> str:
+    """The flag that sets library field `field` (in the command that parsed `args`).
 
     >>> flag_of("output_dir"), flag_of("lower_case")
     ('--output_dir', '--do_lower_case')
     """
-    return FIELD_FLAGS.get(field, f"--{field}")
+    recorded = getattr(args, OPTION_FLAGS_DEST, None) or {}
+    return recorded.get(field) or FIELD_FLAGS.get(field, f"--{field}")
 
 
 def _has_flag(args: argparse.Namespace | None, field: str) -> bool:
-    return args is not None and flag_of(field)[2:].replace("-", "_") in vars(args)
+    return args is not None and (field in (getattr(args, OPTION_FLAGS_DEST, None) or {})
+                                 or flag_of(field)[2:].replace("-", "_") in vars(args))
 
 
 @contextlib.contextmanager
@@ -61,20 +80,23 @@ def blame(field: str, *kinds: type[BaseException]):
 
 def in_flag_terms(error: BaseException, args: argparse.Namespace | None = None,
                   text: str | None = None) -> str:
-    """`error`'s message (or `text`) for the command line that parsed `args`: prefixed
-    with the flag of its `field` unless it names that flag already, and the library's
-    keyword spelling of one of the command's boolean flags as the flag."""
-    text = str(error) if text is None else text
+    """`error`'s message (or `text`, for an error that names no `Setting`) for the
+    command line that parsed `args`: each `Setting` it names spelt as the command's
+    flag (when it has one), and prefixed with the flag of its `field` unless it names
+    that flag already."""
 
-    def keyword(match: re.Match) -> str:
-        field, value = match.group(1), match.group(2)
-        if not _has_flag(args, field):
-            return match.group(0)
-        flag = flag_of(field) if value == "True" else f"{flag_of(field)}=false"
-        return f"pass {flag}" if match.group(0) != match.group(1) + "=" + value else flag
+    def spell(setting: Setting) -> str:
+        if not _has_flag(args, setting.name):
+            return str(setting)
+        flag = flag_of(setting.name, args)
+        return flag if setting.value is True else f"{flag}={str(setting.value).lower()}"
 
-    text = _KEYWORD.sub(keyword, text)
+    spelt = getattr(error, "spelt", None)
+    if getattr(error, "parts", None) and callable(spelt):
+        text = spelt(spell)
+    elif text is None:
+        text = str(error)
     field = getattr(error, "field", None)
-    if isinstance(field, str) and _has_flag(args, field) and flag_of(field) not in text:
-        text = f"{flag_of(field)}: {text}"
+    if isinstance(field, str) and _has_flag(args, field) and flag_of(field, args) not in text:
+        text = f"{flag_of(field, args)}: {text}"
     return text

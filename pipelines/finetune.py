@@ -37,26 +37,20 @@ import os
 import sys
 
 from keras_bert.core.errors import OutputError
-from keras_bert.core.precision import PRECISIONS
-from keras_bert.pipelines.finetune_flags import add_eval_batch_size, require_task_data
+from keras_bert.pipelines.finetune_flags import require_task_data
 from keras_bert.pipelines.flags import (
     EXIT_INTERRUPTED,
     SIGNAL_EXIT_CODES,
     add_boolean,
+    add_options,
     blame,
     emit,
     json_progress_callback,
     library_logging,
-    nonnegative_float,
     options_from_args,
-    positive_float,
-    positive_int,
-    probability,
 )
 from keras_bert.tasks.finetuning import FinetuneOptions
 from keras_bert.tasks.registry import TASK_NAMES
-
-_DEFAULTS = FinetuneOptions()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,44 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--output_dir", required=True, help="the run directory to create")
     add_boolean(parser, "do_lower_case", None, "lower-case and strip accents (auto: from "
                 "the checkpoint's tokenizer_config.json or name)")
-    add("--max_seq_length", type=positive_int, default=None,
-        help="tokens per sequence (default: 384 for SQuAD, else 128)")
-    add("--train_batch_size", type=positive_int, default=_DEFAULTS.train_batch_size,
-        help="sequences per update (default: %(default)s)")
-    add_eval_batch_size(parser)
-    add("--learning_rate", type=positive_float, default=None,
-        help="peak learning rate; the paper searches 5e-5, 4e-5, 3e-5, 2e-5 (default: 2e-5 "
-             "GLUE and SWAG, 3e-5 SQuAD, 5e-5 NER)")
-    add("--num_train_epochs", type=positive_float, default=_DEFAULTS.num_train_epochs,
-        help="passes over the training data (default: %(default)s)")
-    add("--warmup_proportion", type=probability, default=_DEFAULTS.warmup_proportion,
-        help="fraction of updates with linear warmup (default: %(default)s)")
-    add("--weight_decay", type=nonnegative_float, default=_DEFAULTS.weight_decay,
-        help="decoupled weight decay (default: %(default)s)")
-    add("--seed", type=int, default=_DEFAULTS.seed, help="(default: %(default)s)")
-    add("--max_train_examples", type=positive_int, default=None,
-        help="train on the first N training examples only")
-    add("--num_restarts", type=positive_int, default=_DEFAULTS.num_restarts,
-        help="fine-tune N times with seeds seed..seed+N-1 and keep the best on dev "
-             "(default: %(default)s)")
-    add("--doc_stride", type=positive_int, default=_DEFAULTS.doc_stride,
-        help="SQuAD and NER: word pieces between the starts of the windows over a passage "
-             "or sentence longer than --max_seq_length (default: %(default)s)")
-    add("--max_query_length", type=positive_int, default=_DEFAULTS.max_query_length,
-        help="SQuAD: question tokens kept (default: %(default)s)")
-    add("--max_answer_length", type=positive_int, default=_DEFAULTS.max_answer_length,
-        help="SQuAD: longest answer in tokens (default: %(default)s)")
-    add("--n_best_size", type=positive_int, default=_DEFAULTS.n_best_size,
-        help="SQuAD: candidates in nbest_predictions.json (default: %(default)s)")
-    add("--precision", choices=PRECISIONS, default=_DEFAULTS.precision,
-        help="float32, or mixed_bfloat16: bfloat16 compute with float32 weights, "
-             "optimizer and logits (faster on CPUs with AVX512-BF16 or AMX, on TPUs and "
-             "recent GPUs; same dev accuracy on the SST-2 recipe) (default: %(default)s)")
-    add_boolean(parser, "feature_based", False, "ner: the paper's feature-based model "
-                "(frozen encoder, last four layers, two-layer BiLSTM)")
-    add_boolean(parser, "group_by_length", True, "batch training sequences of similar "
-                "length together (less padding; every batch is cut to its longest "
-                "sequence either way)")
+    add_options(parser, FinetuneOptions)
     add_boolean(parser, "overwrite", False, "replace an existing --output_dir (once the new "
                 "run is complete)")
     add_boolean(parser, "progress", True, "show progress bars")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from keras_bert.core.errors import ArgumentError
-from keras_bert.pipelines.flags import positive_int, require_directory
+from keras_bert.pipelines.flags import add_options, require_directory
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.registry import TASK_NAMES
 
@@ -23,11 +23,8 @@ def add_finetuned_model(parser: argparse.ArgumentParser) -> None:
 
 
 def add_eval_batch_size(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--eval_batch_size", type=positive_int,
-                        default=FinetuneOptions().eval_batch_size,
-                        help="sequences per prediction batch; batches run shortest first, "
-                             "each cut to its longest sequence, all on one trace of the "
-                             "predict step (default: %(default)s)")
+    """--eval_batch_size, as `keras-bert finetune` declares it (`FinetuneOptions`)."""
+    add_options(parser, FinetuneOptions, only=("eval_batch_size",))
 
 
 def require_task_data(args: argparse.Namespace) -> None:

@@ -1,6 +1,7 @@
 """What every `keras-bert` subcommand shares, under the one name the commands import it
 by: parsing (`keras_bert.pipelines.arguments`: one boolean-flag style, checked numbers,
-options built from the library's dataclasses), path checks before any work
+the flags of the library's options dataclasses made from their fields' declarations and
+the options built back from them), path checks before any work
 (`paths`), reporting and exit codes (`reporting`: `--quiet`, `--json`), library field
 names as flags (`field_flags`) and the run of a command under the exit-code rule
 (`commands`).
@@ -19,6 +20,7 @@ from keras_bert.pipelines.arguments import (
     ArgumentParser,
     add_boolean,
     add_debug,
+    add_options,
     check_max_seq_length,
     nonnegative_float,
     nonnegative_int,
@@ -29,7 +31,13 @@ from keras_bert.pipelines.arguments import (
     probability,
 )
 from keras_bert.pipelines.commands import OUTPUT_FLAGS, run_command
-from keras_bert.pipelines.field_flags import FIELD_FLAGS, blame, flag_of, in_flag_terms
+from keras_bert.pipelines.field_flags import (
+    FIELD_FLAGS,
+    blame,
+    flag_of,
+    in_flag_terms,
+    option_flags,
+)
 from keras_bert.pipelines.paths import (
     removed_on_error,
     require_directory,
@@ -56,9 +64,10 @@ from keras_bert.pipelines.reporting import (
 __all__ = [
     "EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_TERMINATED", "EXIT_USAGE",
     "FIELD_FLAGS", "FLAG_ALIASES", "OUTPUT", "OUTPUT_FLAGS", "SIGNAL_EXIT_CODES",
-    "ArgumentParser", "Output", "add_boolean", "add_debug", "add_output_flags", "blame",
+    "ArgumentParser", "Output", "add_boolean", "add_debug", "add_options", "add_output_flags",
+    "blame",
     "check_max_seq_length", "emit", "flag_of", "in_flag_terms", "json_progress_callback",
-    "library_logging", "nonnegative_float", "nonnegative_int", "options_from_args",
+    "library_logging", "nonnegative_float", "nonnegative_int", "option_flags", "options_from_args",
     "parse_boolean", "positive_float", "positive_int", "probability", "removed_on_error",
     "require_directory", "require_file", "require_output_directory", "require_output_file",
     "run_command", "say"]

@@ -23,24 +23,18 @@ import argparse
 import os
 
 from keras_bert.core.errors import ArgumentError, MismatchError
-from keras_bert.core.precision import TRAINING_PRECISIONS
 from keras_bert.pipelines.flags import (
     EXIT_TERMINATED,
     SIGNAL_EXIT_CODES,
     add_boolean,
+    add_options,
     blame,
     json_progress_callback,
     library_logging,
-    nonnegative_float,
-    nonnegative_int,
     options_from_args,
-    positive_float,
-    positive_int,
     require_output_directory,
 )
-from keras_bert.training.options import OPTIMIZERS, STRATEGIES, PretrainingOptions
-
-_DEFAULTS = PretrainingOptions()
+from keras_bert.training.options import STRATEGIES, PretrainingOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,50 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--init_checkpoint", default=None,
         help="start from these weights (Google TF1, tf-models-official TF2, Hugging Face "
              "or keras_bert checkpoint)")
-    add("--train_batch_size", type=positive_int, default=_DEFAULTS.train_batch_size,
-        help="global batch: sequences per update over all replicas (default: %(default)s)")
-    add("--max_seq_length", type=positive_int, default=None,
-        help="must match the data if given (default: read from the TFRecords)")
-    add("--max_predictions_per_seq", type=positive_int, default=None,
-        help="must match the data if given (default: read from the TFRecords)")
-    add("--num_train_steps", type=positive_int, default=_DEFAULTS.num_train_steps,
-        help="optimizer updates (default: %(default)s)")
-    add("--num_warmup_steps", type=nonnegative_int, default=_DEFAULTS.num_warmup_steps,
-        help="updates of linear learning-rate warmup (default: %(default)s)")
-    add("--learning_rate", type=positive_float, default=_DEFAULTS.learning_rate,
-        help="peak learning rate, decayed linearly to 0 (default: %(default)s)")
-    add("--optimizer", choices=OPTIMIZERS, default=_DEFAULTS.optimizer,
-        help="adamw (BERT's) or lamb (large batches) (default: %(default)s)")
-    add("--weight_decay", type=nonnegative_float, default=_DEFAULTS.weight_decay,
-        help="decoupled weight decay, not on LayerNorm/bias (default: %(default)s)")
-    add("--gradient_accumulation_steps", type=positive_int,
-        default=_DEFAULTS.gradient_accumulation_steps,
-        help="micro-batches per update, for small accelerators (default: %(default)s)")
+    add_options(parser, PretrainingOptions)
     add("--strategy", choices=STRATEGIES, default="auto",
         help="tf.distribute strategy (default: %(default)s: TPU if --tpu, multi_worker if "
              "TF_CONFIG lists workers, mirrored with several GPUs, else one device)")
     add("--tpu", default=None,
         help="TPU for --strategy tpu: 'local' on a TPU VM, a Cloud TPU name or "
              "grpc://HOST:PORT")
-    add("--save_checkpoints_steps", type=positive_int, default=_DEFAULTS.save_checkpoints_steps,
-        help="steps between checkpoints (default: %(default)s)")
-    add("--keep_checkpoints", type=positive_int, default=_DEFAULTS.keep_checkpoints,
-        help="checkpoints kept (default: %(default)s)")
-    add("--log_steps", type=positive_int, default=_DEFAULTS.log_steps,
-        help="steps per TensorBoard/train_log.jsonl record (default: %(default)s)")
-    add("--steps_per_execution", type=positive_int, default=None,
-        help="training steps per tf.function call; checkpoints, logs and a stop signal "
-             "wait for the call to end (default: 1; on TPU the largest divisor of the "
-             "checkpoint and log intervals and --num_train_steps, up to 1000)")
-    add_boolean(parser, "jit_compile", None, "compile the train step with XLA (auto: Keras "
-                "decides)")
-    add("--precision", "--mixed_precision", dest="mixed_precision", choices=TRAINING_PRECISIONS,
-        default=_DEFAULTS.mixed_precision,
-        help="the Keras dtype policy; auto: bfloat16 on TPU, float16 with loss scaling on "
-             "GPU, float32 on CPU; mixed_bfloat16 trained 1.28x as fast as float32 on a "
-             "CPU with AVX512-BF16 (README, Measured here)")
-    add("--seed", type=int, default=_DEFAULTS.seed,
-        help="seeds initialization, dropout and input order (default: %(default)s)")
     add_boolean(parser, "resume", False, "continue the run in --output_dir to a new "
                 "--num_train_steps (with the same settings a rerun resumes by itself)")
     add_boolean(parser, "overwrite", False, "start a new run in place of the one in "

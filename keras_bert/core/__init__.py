@@ -4,7 +4,8 @@ training code:
 - `errors`: keras_bert's exceptions (a user's mistake vs a failure; `Terminated`);
 - `fileio`: local and remote paths, atomic writes and directories, strict JSON,
   checksums;
-- `checks`: range checks of options dataclasses, named by field;
+- `checks`: options dataclass fields declared once (`option`: help, range, flags) and
+  their checks, named by field;
 - `lazy`: package facades that load a name's module on first use;
 - `precision`: the dtype policies (float32, mixed_bfloat16) and their checks.
 """

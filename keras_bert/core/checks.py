@@ -2,21 +2,24 @@
 `PretrainingOptions`, `FinetuneOptions`): one style for all of them.
 
 Each field's type comes from its annotation ("int", "float", "bool", "str", optionally
-"| None"); the ranges and choices are stated in the dataclass's `__post_init__` through
-an `OptionChecks`. Every problem is collected, then one `ArgumentError` names them all:
-"Invalid <what>: <field> must be ..., got ...; <field> ...". Its `field` is the first
-field named, so the command line can point at the flag.
+"| None"). A field made with `option` declares, once, what it means (`help`), its range
+or choices and its command-line flags: `OptionChecks` checks the declared range, and the
+`keras-bert` commands build their flags from the same declaration
+(`keras_bert.pipelines.arguments.add_options`). Checks between fields are stated in the
+dataclass's `__post_init__` through the `OptionChecks`. Every problem is collected (one
+a field), then one `ArgumentError` names them all: "Invalid <what>: <field> must be ...,
+got ...; <field> ...". Its `field` is the first field named, so the command line can
+point at the flag.
 
 Example:
 
 >>> import dataclasses
 >>> @dataclasses.dataclass
 ... class Options:
-...     steps: int = 10
+...     steps: int = option(10, "updates", at_least=1)
 ...     rate: float = 0.1
 ...     def __post_init__(self):
 ...         checks = OptionChecks("toy options", self)
-...         checks.at_least(1, "steps")
 ...         checks.within("rate", 0.0, 1.0)
 ...         checks.raise_if_any()
 >>> Options(steps=0, rate=2.0)
@@ -46,21 +49,81 @@ _KINDS = {
 }
 
 
+_DECLARED = "keras_bert.option"  # the key of a field's `Declared` in its metadata
+
+
+@dataclasses.dataclass(frozen=True)
+class Declared:
+    """What an options field made with `option` declares besides its type and default:
+    what it means (`help`: the command line shows it as the flag's help), its range
+    (`low`, open if `low_open`; `high`, closed) or `choices`, and its command-line
+    `flags` (None: `--<field>`; empty: none)."""
+
+    help: str
+    low: float | None = None
+    low_open: bool = False
+    high: float | None = None
+    choices: tuple | None = None
+    flags: tuple[str, ...] | None = None
+
+    def check(self, checks: OptionChecks, field: str) -> None:
+        """Records in `checks` what is wrong with `field`'s value by this declaration."""
+        if self.choices is not None:
+            checks.one_of(field, self.choices)
+        elif self.high is not None:
+            checks.within(field, self.low, self.high, low_open=self.low_open)
+        elif self.low is not None:
+            (checks.greater_than if self.low_open else checks.at_least)(self.low, field)
+
+
+def option(default, help: str, *, at_least=None, greater_than=None, at_most=None,
+           choices=None, flags=None):
+    """A field of an options dataclass declared once: its `default`, what it means
+    (`help`), its range (`at_least` or `greater_than`, and `at_most`) or `choices`, and
+    its command-line flags where they are not `--<field>` (`flags=()`: no flag). An
+    `OptionChecks` checks the range; `declaration` reads it back.
+
+    Example:
+
+    >>> @dataclasses.dataclass
+    ... class Options:
+    ...     rate: float = option(0.1, "the rate", at_least=0, at_most=1)
+    >>> declaration(dataclasses.fields(Options)[0])
+    Declared(help='the rate', low=0, low_open=False, high=1, choices=None, flags=None)
+    """
+    if at_least is not None and greater_than is not None:
+        raise TypeError("give at_least or greater_than, not both")
+    low = at_least if greater_than is None else greater_than
+    if at_most is not None and low is None:
+        raise TypeError("at_most needs at_least or greater_than")
+    declared = Declared(help, low, greater_than is not None, at_most,
+                        None if choices is None else tuple(choices),
+                        None if flags is None else tuple(flags))
+    return dataclasses.field(default=default, metadata={_DECLARED: declared})
+
+
+def declaration(field: dataclasses.Field) -> Declared | None:
+    """The `Declared` of a field made with `option`; None for any other field."""
+    return field.metadata.get(_DECLARED)
+
+
 class OptionChecks:
     """Collects what is wrong with `options` (a dataclass instance), checking each
-    field's type from its annotation at once; `raise_if_any` raises one
-    `ArgumentError` for all of it.
+    field's type from its annotation and the range or choices it declares (`option`)
+    at once; `raise_if_any` raises one `ArgumentError` for all of it.
 
-    Range checks skip a field that is None (an optional field left unset) and one that
-    already has a wrong type (its type problem is reported instead).
+    A field is reported once: range checks skip a field that is None (an optional
+    field left unset) and one already found wrong (a wrong type, a value out of its
+    declared range), and a check that `needs` such a field is skipped too.
     """
 
     def __init__(self, what: str, options):
         self.what = what
         self.options = options
         self.problems: list[tuple[str, str]] = []  # (field, "field must be ..., got ...")
-        self._mistyped: set[str] = set()
-        for field in dataclasses.fields(options):
+        self._wrong: set[str] = set()
+        fields = dataclasses.fields(options)
+        for field in fields:
             kind, _, rest = str(field.type).partition(" | ")
             value = getattr(options, field.name)
             if kind not in _KINDS or (value is None and rest == "None"):
@@ -71,17 +134,20 @@ class OptionChecks:
                 wrong = not math.isfinite(value)
             if wrong:
                 self.fail(field.name, f"must be {called}, got {value!r}")
-                self._mistyped.add(field.name)
+        for field in fields:
+            if declaration(field) is not None:
+                declaration(field).check(self, field.name)
 
     def value(self, field: str):
         return getattr(self.options, field)
 
     def _skip(self, field: str) -> bool:
-        return field in self._mistyped or self.value(field) is None
+        return field in self._wrong or self.value(field) is None
 
     def fail(self, field: str, problem: str) -> None:
         """Records `problem` ("must be ..., got ...") for `field`."""
         self.problems.append((field, f"{field} {problem}"))
+        self._wrong.add(field)
 
     def check(self, ok, field: str, problem: str, *, needs: tuple[str, ...] = ()) -> None:
         """Records `problem` for `field` unless `ok`. A callable `ok` is evaluated only

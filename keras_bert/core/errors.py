@@ -17,9 +17,58 @@ dev.tsv:3: line 3 has 2 columns, expected 3
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """An argument that a message tells the user to pass (`overwrite=True`), kept apart
+    from the message's text (see `KerasBertError.advising`) so that a caller can spell
+    it in its own terms: the `keras-bert` commands as its flag (`--overwrite`).
+
+    >>> str(Setting("overwrite", True))
+    'overwrite=True'
+    """
+
+    name: str
+    value: object
+
+    def __str__(self):
+        return f"{self.name}={self.value!r}"
+
 
 class KerasBertError(Exception):
-    """Base class of every error keras_bert raises on purpose."""
+    """Base class of every error keras_bert raises on purpose.
+
+    One made with `advising` tells the user which argument to pass: its message is text
+    and `Setting`s; `str()` spells each setting as the library's keyword, `spelt` as
+    the caller asks.
+
+    >>> e = OutputError.advising("'out' holds shards; pass ", Setting("overwrite", True),
+    ...                          " to replace them.")
+    >>> str(e)
+    "'out' holds shards; pass overwrite=True to replace them."
+    >>> e.spelt(lambda setting: "--" + setting.name)
+    "'out' holds shards; pass --overwrite to replace them."
+    """
+
+    parts: tuple = ()  # the message as text and `Setting`s (`advising`)
+
+    @classmethod
+    def advising(cls, *parts, **kwargs):
+        """A `cls` error (`kwargs` go to it) whose message is `parts`, text and
+        `Setting`s, joined."""
+        error = cls("".join(map(str, parts)), **kwargs)
+        error.parts = parts
+        return error
+
+    def spelt(self, spell: Callable[[Setting], str]) -> str:
+        """The message with each `Setting` in it spelt by `spell`; the message as it is
+        when it names none."""
+        if not self.parts:
+            return str(self)
+        return "".join(spell(p) if isinstance(p, Setting) else p for p in self.parts)
 
 
 class UserInputError(KerasBertError):

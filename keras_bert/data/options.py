@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from keras_bert.core.checks import OptionChecks
+from keras_bert.core.checks import OptionChecks, option
 
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingDataOptions:
     """How pretraining instances are made; the defaults are the original script's flags.
+    Each field's range and flag help are declared with it (`keras_bert.core.checks.option`).
 
     Args:
         max_seq_length: tokens per instance, [CLS] and [SEP]s included.
@@ -45,24 +46,34 @@ class PretrainingDataOptions:
 be >= 1, got 0.
     """
 
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
-    dupe_factor: int = 10
-    random_seed: int = 12345
-    do_lower_case: bool = True
-    do_whole_word_mask: bool = False
-    next_sentence_prediction: bool = True
-    dynamic_masking: bool = False
-    shard_size_mb: float = 1.0
+    max_seq_length: int = option(
+        128, "tokens per instance, [CLS]/[SEP] included", at_least=1)
+    max_predictions_per_seq: int = option(
+        20, "most masked-LM predictions per instance", at_least=1)
+    masked_lm_prob: float = option(
+        0.15, "fraction of tokens to predict", greater_than=0, at_most=1)
+    short_seq_prob: float = option(
+        0.1, "probability of a shorter random target length", at_least=0, at_most=1)
+    dupe_factor: int = option(
+        10, "passes over the input, each with different masks", at_least=1)
+    random_seed: int = option(12345, "seed that fixes the output")
+    do_lower_case: bool = option(
+        True, "lower-case and strip accents (true for uncased vocabs)")
+    do_whole_word_mask: bool = option(False, "mask all WordPieces of a word together")
+    next_sentence_prediction: bool = option(
+        True, "sentence pairs with NSP labels; false packs full sentences into one segment "
+        "(RoBERTa's FULL-SENTENCES)")
+    dynamic_masking: bool = option(
+        False, "store unmasked instances; mask in the training pipeline "
+        "(keras_bert.data.pretraining_dataset with a masker)")
+    shard_size_mb: float = option(
+        1.0, "text per output shard in millions of characters; also the pool random next "
+        "segments come from", greater_than=0)
 
     def __post_init__(self):
         checks = OptionChecks("pretraining data options", self)
         # [CLS] A [SEP] B [SEP] with a target of at least two tokens.
-        checks.at_least(5 if self.next_sentence_prediction else 3, "max_seq_length")
-        checks.at_least(1, "max_predictions_per_seq", "dupe_factor")
-        checks.within("masked_lm_prob", 0, 1, low_open=True)
-        checks.within("short_seq_prob", 0, 1)
-        checks.greater_than(0, "shard_size_mb")
+        minimum = 5 if self.next_sentence_prediction else 3
+        checks.check(lambda: self.max_seq_length >= minimum, "max_seq_length",
+                     f"must be >= {minimum}, got {self.max_seq_length}")
         checks.raise_if_any()

@@ -45,7 +45,13 @@ import tensorflow as tf
 import tqdm
 
 from keras_bert.core import fileio
-from keras_bert.core.errors import ArgumentError, DataError, UserInputError, VocabError
+from keras_bert.core.errors import (
+    ArgumentError,
+    DataError,
+    Setting,
+    UserInputError,
+    VocabError,
+)
 from keras_bert.data import documents as documents_lib
 from keras_bert.data.options import PretrainingDataOptions
 from keras_bert.data.run_state import (
@@ -149,7 +155,7 @@ def finish_run(run: Run, options: PretrainingDataOptions, input_stats: dict,
     totals = run.sidecar.totals()
     if not totals.get("instances") and (own_shards or not all_shards):
         remove_run(run.output_dir, run.sidecar, run.created)
-        raise DataError(_no_instances_message(input_stats, totals, options))
+        raise DataError.advising(*_no_instances_message(input_stats, totals, options))
     if not own_shards:
         logger.warning(
             "The input makes %d shards, none of them slice %d of %d (shards i with "
@@ -286,7 +292,8 @@ def create_pretraining_data(inputs: str | Iterable[str] | tf.data.Dataset, outpu
 
 
 def _no_instances_message(input_stats: dict, totals: dict,
-                          options: PretrainingDataOptions) -> str:
+                          options: PretrainingDataOptions) -> tuple:
+    """The message's parts (text and `Setting`s; `DataError.advising`)."""
     read = (f"{input_stats.get('files', 0)} files, {input_stats.get('lines', 0)} lines, "
             f"{totals.get('documents', 0)} documents with text")
     skipped = {k: v for k, v in input_stats.items()
@@ -297,16 +304,16 @@ def _no_instances_message(input_stats: dict, totals: dict,
     if totals.get("nsp_dropped_chunks"):
         advice = ("every next-sentence pair needed a random next segment from another "
                   "document, and the input has a single document: give more documents "
-                  "(one sentence a line, a blank line between documents) or set "
-                  "next_sentence_prediction=False")
+                  "(one sentence a line, a blank line between documents) or pass ",
+                  Setting("next_sentence_prediction", False))
     elif not totals.get("documents"):
         advice = ("the input holds no text: check that the input files are the plain or "
                   "gzip text corpus (one sentence a line, a blank line between documents) "
-                  "and not empty")
+                  "and not empty",)
     else:
         advice = (f"the input is too small for max_seq_length={options.max_seq_length}: "
-                  "give more text")
-    return f"No pretraining instances from the input ({read}): {advice}."
+                  "give more text",)
+    return (f"No pretraining instances from the input ({read}): ", *advice, ".")
 
 
 def _warn_about_few_documents(totals: dict) -> None:

@@ -18,12 +18,14 @@ import time
 import tensorflow as tf
 
 from keras_bert.core import fileio
-from keras_bert.core.errors import OutputError
+from keras_bert.core.errors import OutputError, Setting
 from keras_bert.data.shards import shard_id_of
 
 logger = logging.getLogger(__name__)
 
 _SIDECAR_INTERVAL_S = 5.0
+# What a message tells the caller to pass to replace another run's shards.
+OVERWRITE = Setting("overwrite", True)
 
 
 def sidecar_file_name(shard_index: int = 0, num_shards: int = 1) -> str:
@@ -57,10 +59,10 @@ class Sidecar:
             try:
                 previous = fileio.read_json(path)
             except (OSError, ValueError, tf.errors.OpError) as e:
-                raise OutputError(
+                raise OutputError.advising(
                     f"{path!r} cannot be read ({e}); remove it and the part-*.tfrecord "
-                    "shards beside it, choose another output directory, or set "
-                    "overwrite=True to replace them.") from None
+                    "shards beside it, choose another output directory, or pass ",
+                    OVERWRITE, " to replace them.") from None
             if not isinstance(previous, dict):
                 previous = {}
             differs = [key for key, value in identity.items() if previous.get(key) != value]
@@ -70,10 +72,10 @@ class Sidecar:
                     f"{k}: {old_settings.get(k)!r} → {v!r}"
                     for k, v in identity["settings"].items() if old_settings.get(k) != v) + ")"
             if differs:
-                raise OutputError(
+                raise OutputError.advising(
                     f"{path!r} was written with different {', '.join(differs)}; its shards "
                     "cannot be resumed and would mix with new ones. Choose another output "
-                    "directory, or set overwrite=True to replace them.")
+                    "directory, or pass ", OVERWRITE, " to replace them.")
             self.shards = previous.get("shards", {})
         self._last_write = 0.0
 
@@ -121,12 +123,12 @@ def check_output_directory(output_dir: str, sidecar: Sidecar, shard_index: int,
     if strays:
         example = ", ".join(strays[:3]) + (f" and {len(strays) - 3} more"
                                            if len(strays) > 3 else "")
-        raise OutputError(
+        raise OutputError.advising(
             f"The output directory {output_dir!r} holds shards that no "
             f"{sidecar_file_name(0, num_shards) if num_shards == 1 else 'sidecar'} of this "
             f"run describes ({example}): old data, which training would read together with "
             "the new shards. Remove them (with any pretraining_data*.json), choose "
-            "another output directory, or set overwrite=True to replace them.")
+            "another output directory, or pass ", OVERWRITE, " to replace them.")
 
 
 def _owned_by_slice(name: str, shard_index: int, num_shards: int) -> bool:

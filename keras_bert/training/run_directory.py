@@ -37,7 +37,7 @@ import tensorflow as tf
 from keras_bert.checkpoints import KERAS_BERT_CONFIG, KERAS_BERT_WEIGHTS, save_encoder
 from keras_bert.checkpoints.training_runs import CHECKPOINTS, RUN_CONFIG
 from keras_bert.core import fileio
-from keras_bert.core.errors import MismatchError, OutputError
+from keras_bert.core.errors import MismatchError, OutputError, Setting
 from keras_bert.model.config import BertConfig
 from keras_bert.model.encoder import BertEncoder
 from keras_bert.text.vocab import VOCAB_FILE
@@ -218,15 +218,17 @@ class RunDirectory:
         starts = record.get("starts") or [{}]
         since = f" (started {starts[0]['time']})" if starts[0].get("time") else ""
         if set(differences) == {"options.num_train_steps"}:
-            advice = ("pass resume=True to continue it to the new num_train_steps, or "
-                      "overwrite=True to start a new run in its place")
+            advice = ("pass ", Setting("resume", True), " to continue it to the new "
+                      "num_train_steps, or ", Setting("overwrite", True), " to start a new "
+                      "run in its place")
         else:
-            advice = ("use another output_dir, or pass overwrite=True to start a new run "
-                      "in its place (the old run's files are removed when it starts)")
-        raise MismatchError(
+            advice = ("use another output_dir, or pass ", Setting("overwrite", True),
+                      " to start a new run in its place (the old run's files are removed "
+                      "when it starts)")
+        raise MismatchError.advising(
             f"{output_dir} holds a run{since} with other settings: "
-            + "; ".join(differences.values()) + f". To resume it, use its settings; else "
-            f"{advice}.")
+            + "; ".join(differences.values()) + ". To resume it, use its settings; else ",
+            *advice, ".")
 
     def prepare(self, run_config: dict, *, kind: str, start_step: int,
                 replace_previous: bool) -> None:

@@ -16,7 +16,13 @@ import keras
 
 from keras_bert.checkpoints.native import check_keras_archive
 from keras_bert.core import fileio
-from keras_bert.core.errors import DataError, InputNotFoundError, MismatchError, OutputError
+from keras_bert.core.errors import (
+    DataError,
+    InputNotFoundError,
+    MismatchError,
+    OutputError,
+    Setting,
+)
 from keras_bert.tasks.base import Features, FeatureSettings, Task, log_truncation
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.registry import get_task
@@ -127,9 +133,10 @@ def check_output_dir(output_dir: str, overwrite: bool) -> None:
     if os.path.isdir(output_dir) and os.listdir(output_dir) and not overwrite:
         what = "another fine-tuning run" if os.path.isfile(
             os.path.join(output_dir, CONFIG_FILE)) else "files"
-        raise OutputError(f"output_dir {output_dir!r} already holds {what}; choose a new "
-                          "directory, or pass overwrite=True to replace it once the new run "
-                          "is complete.")
+        raise OutputError.advising(
+            f"output_dir {output_dir!r} already holds {what}; choose a new directory, or "
+            "pass ", Setting("overwrite", True), " to replace it once the new run is "
+            "complete.")
 
 
 @dataclasses.dataclass
