@@ -3,8 +3,14 @@
 from setuptools import find_packages, setup
 
 CORE = [
-    "tensorflow~=2.20.0",  # i.e. >=2.20,<2.21: tensorflow-text and tf-models pin it
-    "tensorflow-text~=2.20.0",
+    # TensorFlow 2.20 or 2.21 with its own tensorflow-text (each release pins its TF
+    # minor); a fresh install gets 2.21, the `official` extra (tf-models-official, whose
+    # newest release pins TF 2.20) resolves 2.20.
+    "tensorflow>=2.20,<2.22",
+    "tensorflow-text>=2.20,<2.22",
+    # tf.summary (training logs) needs TensorBoard, which TensorFlow 2.21 no longer
+    # installs with itself.
+    "tensorboard>=2.20,<2.22",
     "keras>=3.10,<3.16",
     "numpy",
     "safetensors",
@@ -15,19 +21,23 @@ EXTRAS = {
     # Test runner and linters; everything the default test suite needs (the export
     # tests read TF Serving warmup protos and load exports with hub.KerasLayer; the
     # plotting tests draw with matplotlib; pytest-xdist runs the suite on two workers).
-    "test": ["pytest", "pytest-xdist", "ruff", "tensorflow-serving-api~=2.20.0", "tensorflow-hub>=0.16.1",
-             "tf-keras~=2.20.0", "matplotlib", "tf2onnx~=1.17", "onnxruntime>=1.20"],
+    "test": ["pytest", "pytest-xdist", "ruff", "tensorflow-serving-api>=2.20,<2.22", "tensorflow-hub>=0.16.1",
+             "tf-keras>=2.20,<2.22", "matplotlib", "tf2onnx~=1.17", "onnxruntime>=1.20",
+             "ai-edge-litert"],
     # SavedModel export: TF Serving warmup requests (PredictionLog protos).
-    "export": ["tensorflow-serving-api~=2.20.0"],
+    "export": ["tensorflow-serving-api>=2.20,<2.22"],
     # ONNX export of the ids signature (`keras-bert export --format onnx`) and ONNX
     # Runtime to run it; tf2onnx 1.17 installs beside TensorFlow 2.20 without changing it.
     "onnx": ["tf2onnx~=1.17", "onnx>=1.17", "onnxruntime>=1.20"],
+    # LiteRT's own interpreter (`keras_bert.export.LiteRTModel` uses it when installed,
+    # else TensorFlow's deprecated tf.lite one); tf-models-official also brings it.
+    "litert": ["ai-edge-litert"],
     # Reusing exported encoders with hub.KerasLayer (a tf_keras, i.e. Keras 2, layer).
-    "hub": ["tensorflow-hub>=0.16.1", "tf-keras~=2.20.0"],
+    "hub": ["tensorflow-hub>=0.16.1", "tf-keras>=2.20,<2.22"],
     # Attention heat maps and training curves (keras_bert.plotting; attention and plot).
     "plot": ["matplotlib"],
     # Everything `keras-bert demo` shows: its pictures and the export's warmup file.
-    "demo": ["matplotlib", "tensorflow-serving-api~=2.20.0"],
+    "demo": ["matplotlib", "tensorflow-serving-api>=2.20,<2.22"],
     # TF2 reference implementation: interop and parity tests.
     "official": ["tf-models-official~=2.20.0"],
     # Hugging Face datasets/tokenizers for optional comparisons (no torch).
@@ -42,6 +52,12 @@ EXTRAS = {
     # create-pretraining-data on Apache Beam (`--runner beam`): the DirectRunner here,
     # Dataflow, Flink or Spark at scale (keras_bert.data.beam).
     "beam": ["apache-beam>=2.77,<3"],
+    # Other Keras 3 backends for the model stage (KERAS_BACKEND=jax / torch):
+    # keras_bert.model and load_encoder of Hugging Face and keras_bert checkpoints run
+    # there without TensorFlow (tests/test_backends.py; benchmarks/accelerator.py on JAX).
+    # CPU builds; for a GPU install jax[cuda12] or torch's CUDA wheel instead.
+    "jax": ["jax[cpu]"],
+    "torch": ["torch"],
 }
 
 setup(

@@ -113,13 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     # imports, 0.8 s). Imported here with the collector paused; the help and usage
     # errors above come before, without them.
     # SIGTERM while they load (seconds) ends the command as it would end its work.
+    # TensorFlow 2.21 writes its start-up lines through absl before it reads
+    # TF_CPP_MIN_LOG_LEVEL: they are dropped at file descriptor 2 (not with --debug).
     from keras_bert.core.errors import Terminated
-    from keras_bert.pipelines.stopping import sigterm_stops
+    from keras_bert.pipelines.stopping import native_logs_hidden, sigterm_stops
 
     collecting = gc.isenabled()
     gc.disable()
     try:
-        with sigterm_stops():
+        with sigterm_stops(), native_logs_hidden("--debug" not in argv):
             import keras  # noqa: F401
             import tensorflow  # noqa: F401
     except Terminated:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from keras_bert.checkpoints.matching import NamedCheckpoint, unreadable
+from keras_bert.checkpoints.matching import NamedCheckpoint, tensorflow_for, unreadable
 from keras_bert.checkpoints.names import encoder_slots, pretrainer_head_slots
 from keras_bert.core.errors import InputNotFoundError
 from keras_bert.core.fileio import atomic_directory, json_text
@@ -28,7 +28,7 @@ def google_config(prefix: str) -> BertConfig:
 
 def open_google(prefix: str) -> NamedCheckpoint:
     """A Google TF1 checkpoint, its variables read under their own names."""
-    import tensorflow as tf
+    tf = tensorflow_for(f"Reading the Google TF1 checkpoint {prefix}")
 
     with unreadable(prefix):
         reader = tf.train.load_checkpoint(prefix)
@@ -46,7 +46,7 @@ def save_google_checkpoint(model, directory: str | os.PathLike) -> str:
     `tf.train.Saver`, tf-models-official's converters and `load_encoder` read it.
     Returns the checkpoint prefix.
     """
-    import tensorflow as tf
+    tf = tensorflow_for("Writing a Google TF1 checkpoint")
 
     from keras_bert.model.models import BertPretrainer
 

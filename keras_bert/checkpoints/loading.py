@@ -14,6 +14,7 @@ from keras_bert.checkpoints.matching import (
     NamedCheckpoint,
     assign_slots,
     report_unused,
+    tensorflow_for,
     unreadable,
 )
 from keras_bert.checkpoints.model_garden import (
@@ -161,19 +162,21 @@ def _google_prefix_in_dir(directory: str) -> str | None:
     preferred = os.path.join(directory, GOOGLE_CKPT)
     if os.path.isfile(preferred + ".index"):
         return preferred
-    import tensorflow as tf
-
+    candidates = sorted(glob.glob(os.path.join(directory, "*.index")))
+    if not candidates and not os.path.isfile(os.path.join(directory, "checkpoint")):
+        return None  # no TF checkpoint here (and no need for TensorFlow to say so)
+    tf = tensorflow_for(f"Reading the TensorFlow checkpoint in {directory}")
     latest = tf.train.latest_checkpoint(directory)
     if latest:
         return latest
-    candidates = sorted(glob.glob(os.path.join(directory, "*.index")))
     return candidates[0][: -len(".index")] if len(candidates) == 1 else None
 
 
 def _prefix_format(prefix: str) -> str:
     """"training" for a training checkpoint of `keras-bert pretrain`, "tf2" for another
     object-based (TF2) checkpoint, "google" for a name-based TF1 one."""
-    import tensorflow as tf
+    tf = tensorflow_for(f"Reading the TensorFlow checkpoint {prefix} (Google TF1, "
+                        "tf-models-official or a `keras-bert pretrain` training checkpoint)")
 
     with unreadable(prefix + ".index"):
         names = [name for name, _ in tf.train.list_variables(prefix)]

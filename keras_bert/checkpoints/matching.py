@@ -28,6 +28,25 @@ _OPTIMIZER_VARIABLE = re.compile(r"(/adam_[mv]$|/Adam(_\d+)?$|^global_step$|_pow
                                  r"|/\.OPTIMIZER_SLOT/|^optimizer/|^save_counter/)")
 
 
+def tensorflow_for(what: str):
+    """The `tensorflow` module, to read or write `what` (TensorFlow's checkpoint formats:
+    Google TF1, tf-models-official, `keras-bert pretrain`'s training checkpoints).
+
+    Hugging Face and keras_bert checkpoints load without TensorFlow (on the JAX or
+    PyTorch backend); where TensorFlow is not installed, these formats raise a
+    `CheckpointError` that says so.
+    """
+    try:
+        import tensorflow as tf
+    except ImportError as e:
+        raise CheckpointError(
+            f"{what} needs TensorFlow (its checkpoint reader), which is not installed "
+            f"here ({e}): pip install tensorflow (Keras can keep another backend), or "
+            "convert the checkpoint where TensorFlow is to a Hugging Face or keras_bert "
+            "one (`load_encoder` then `save_encoder`), which loads without it.") from e
+    return tf
+
+
 class NamedCheckpoint(NamedTuple):
     """A checkpoint whose variables are read by name (Google TF1 or Hugging Face)."""
 

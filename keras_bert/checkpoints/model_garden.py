@@ -15,7 +15,12 @@ from collections.abc import Callable
 import numpy as np
 
 from keras_bert.checkpoints.google import GOOGLE_CONFIG
-from keras_bert.checkpoints.matching import assign_slots, report_unused, unreadable
+from keras_bert.checkpoints.matching import (
+    assign_slots,
+    report_unused,
+    tensorflow_for,
+    unreadable,
+)
 from keras_bert.checkpoints.names import encoder_slots
 from keras_bert.core.errors import CheckpointError
 from keras_bert.model.config import BertConfig
@@ -77,7 +82,7 @@ class _Tf2Checkpoint:
     """
 
     def __init__(self, prefix: str):
-        import tensorflow as tf
+        tf = tensorflow_for(f"Reading the tf-models-official checkpoint {prefix}")
         from tensorflow.core.protobuf import trackable_object_graph_pb2
 
         self.prefix = prefix

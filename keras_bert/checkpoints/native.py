@@ -15,7 +15,7 @@ import zipfile
 import zlib
 from collections.abc import Iterable
 
-from keras_bert.checkpoints.matching import unreadable
+from keras_bert.checkpoints.matching import tensorflow_for, unreadable
 from keras_bert.checkpoints.training_runs import (
     RUN_CONFIG,
     by_position,
@@ -88,7 +88,7 @@ def load_training_pretrainer(prefix: str, dtype=None):
     the run built it, so that its variables line up with the checkpoint's by position
     (as `TrainingCheckpoint` saves them), then read from the checkpoint (the optimizer
     state is left out). Every variable's name and shape is checked first."""
-    import tensorflow as tf
+    tf = tensorflow_for(f"Reading the `keras-bert pretrain` training checkpoint {prefix}")
 
     from keras_bert.model.models import BertPretrainer
 

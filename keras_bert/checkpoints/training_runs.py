@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from keras_bert.checkpoints.matching import unreadable
+from keras_bert.checkpoints.matching import tensorflow_for, unreadable
 from keras_bert.core import fileio
 from keras_bert.core.errors import CheckpointError
 
@@ -66,6 +66,9 @@ def read_run_record(run_dir: str) -> dict:
 
 def latest_run_checkpoint(run_dir: str) -> str | None:
     """The newest complete checkpoint (its `ckpt-STEP` prefix) of a run directory."""
-    import tensorflow as tf  # only here: reading run paths stays light
-
+    checkpoints = os.path.join(run_dir, CHECKPOINTS)
+    if not fileio.exists(os.path.join(checkpoints, "checkpoint")):
+        return None  # no checkpoint state file: nothing saved yet (TensorFlow not needed)
+    # Only here: reading run paths stays light.
+    tf = tensorflow_for(f"Reading the training checkpoints of the run {run_dir}")
     return tf.train.latest_checkpoint(os.path.join(run_dir, CHECKPOINTS))

@@ -1,11 +1,14 @@
-"""The network (Keras 3 layers and ops):
+"""The network (Keras 3 layers and ops, on every Keras 3 backend):
 
 - `config`: `BertConfig`, presets and config files (keras_bert, Google, Hugging Face);
 - `layers`: embeddings, self-attention, the transformer block, the pooler and heads;
 - `encoder`: `BertEncoder`, the functional encoder with TF Hub input/output names;
 - `models`: the task models on the encoder (pretraining, classification, spans,
   tokens, multiple choice, features);
-- `losses`: the pretraining objective with global averages.
+- `losses`: the pretraining objective with global averages;
+- `tf_fast`: the TensorFlow backend's fast paths (MatMul + BiasAdd rows, fusable GELU,
+  16-bit dropout masks, the compiled eager call), the one place the model stage uses
+  TensorFlow; on JAX and PyTorch the layers run their `keras.ops` form.
 
 Keras finds these classes in a `.keras` file once their module is loaded: `import
 keras_bert.model.models` before `keras.saving.load_model`.

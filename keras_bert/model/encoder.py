@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import weakref
-
 import keras
-import numpy as np
-import tensorflow as tf
 
+from keras_bert.model import tf_fast
 from keras_bert.model.config import BertConfig
 from keras_bert.model.layers import BertEmbeddings, BertPooler, TransformerBlock, attention_bias
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
-
-# encoder -> its compiled inference call (kept outside the model so that SavedModel
-# export and Keras tracking never see it).
-_COMPILED_CALLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -47,11 +40,12 @@ class BertEncoder(keras.Model):
     >>> tuple(out["sequence_output"].shape), len(out["encoder_outputs"])
     ((1, 5, 128), 2)
 
-    Called eagerly for inference (`encoder(inputs)` in a notebook, `training` not True),
-    the encoder runs as one `tf.function` traced once per input signature
-    (`reduce_retracing`: after a second shape the batch and sequence axes stay
-    unknown), not layer by layer: 1.4x the eager rate on a CPU
-    (`benchmarks/encoder_throughput.py`). `compile_eager_calls = False` turns that off.
+    On the TensorFlow backend, called eagerly for inference (`encoder(inputs)` in a
+    notebook, `training` not True), the encoder runs as one `tf.function` traced once per
+    input signature (`reduce_retracing`: after a second shape the batch and sequence axes
+    stay unknown), not layer by layer: 1.4x the eager rate on a CPU
+    (`benchmarks/encoder_throughput.py`; `tf_fast.eager_inference`).
+    `compile_eager_calls = False` turns that off.
     """
 
     compile_eager_calls = True
@@ -114,19 +108,11 @@ class BertEncoder(keras.Model):
         self.pooler = pooler
 
     def __call__(self, inputs, *args, **kwargs):
-        if (self.compile_eager_calls and not args and set(kwargs) <= {"training"}
-                and not kwargs.get("training") and tf.executing_eagerly() and self.built
-                and isinstance(inputs, dict) and set(inputs) == set(INPUT_NAMES)
-                and all(isinstance(v, (np.ndarray, tf.Tensor)) for v in inputs.values())):
-            compiled = _COMPILED_CALLS.get(self)
-            if compiled is None:
-                model = weakref.ref(self)  # the cache must not keep the encoder alive
-                compiled = tf.function(
-                    lambda x: super(BertEncoder, model()).__call__(x, training=False),
-                    reduce_retracing=True, autograph=False)
-                _COMPILED_CALLS[self] = compiled
-            return compiled({name: tf.convert_to_tensor(value)
-                             for name, value in inputs.items()})
+        if (tf_fast.ENABLED and self.compile_eager_calls and not args
+                and set(kwargs) <= {"training"} and not kwargs.get("training") and self.built):
+            outputs = tf_fast.eager_inference(self, inputs, INPUT_NAMES, _inference_call)
+            if outputs is not None:
+                return outputs
         return super().__call__(inputs, *args, **kwargs)
 
     @property
@@ -142,3 +128,9 @@ class BertEncoder(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _inference_call(encoder: BertEncoder, inputs):
+    """Keras's own call of `encoder` for inference (what `tf_fast.eager_inference`
+    compiles)."""
+    return super(BertEncoder, encoder).__call__(inputs, training=False)

@@ -12,24 +12,26 @@ logged `masked_lm_loss` are those of one device seeing the whole global batch.
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
 from keras import ops
+
+from keras_bert.model import tf_fast
 
 
 def sum_over_replicas(value):
     """Sums `value` over the replicas of the current `tf.distribute` strategy.
 
-    Outside a replica context, or with one replica, it is `value` itself.
+    Outside a replica context, or with one replica, it is `value` itself; so it is on
+    the other backends, whose losses (under `keras.distribution` too) see the global
+    batch.
 
     Example:
 
     >>> float(sum_over_replicas(keras.ops.convert_to_tensor(3.0)))
     3.0
     """
-    context = tf.distribute.get_replica_context()
-    if context is None or context.num_replicas_in_sync == 1:
-        return value
-    return context.all_reduce(tf.distribute.ReduceOp.SUM, tf.stop_gradient(value))
+    if tf_fast.ENABLED:
+        return tf_fast.sum_over_replicas(value)
+    return value
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

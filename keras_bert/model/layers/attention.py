@@ -1,9 +1,9 @@
 """Multi-head self-attention as BERT computes it, with the softmax kept in float32."""
 
 import keras
-import tensorflow as tf
 from keras import ops
 
+from keras_bert.model import tf_fast
 from keras_bert.model.layers.dropout import BertDropout
 
 # The additive mask google-research/bert applies to padded keys before the softmax.
@@ -11,26 +11,26 @@ MASK_BIAS = -10000.0
 
 
 def dense_rows(rows, kernel, bias, dtype, scale=None):
-    """`rows @ kernel + bias` as one 2-D MatMul and a BiasAdd.
+    """`rows @ kernel + bias`: a projection of the 2-D `rows` [n, in].
 
-    `rows` is [n, in]; `kernel` is any Dense/EinsumDense kernel whose leading axes
-    multiply to `in` (it is reshaped to [in, out]). This is the fastest form for
-    TF's CPU kernels, eager and graph alike (batched einsums run as BatchMatMulV2, which
-    is slower, and a plain add is not fused with the MatMul). `scale`, if given,
-    multiplies kernel and bias (cheaper than scaling the product).
+    `kernel` is any Dense/EinsumDense kernel whose leading axes multiply to `in` (it is
+    reshaped to [in, out]); `scale`, if given, multiplies kernel and bias (cheaper than
+    scaling the product). On TensorFlow it is `tf_fast.dense_rows` (one MatMul and a
+    BiasAdd, the fastest form for TF's CPU kernels).
 
     Example:
 
-    >>> y = dense_rows(tf.ones((2, 4)), tf.ones((4, 2, 3)), tf.zeros((2, 3)), "float32")
+    >>> y = dense_rows(ops.ones((2, 4)), ops.ones((4, 2, 3)), ops.zeros((2, 3)), "float32")
     >>> tuple(y.shape), float(y[0, 0])
     ((2, 6), 4.0)
     """
-    kernel = tf.cast(kernel, dtype)
-    kernel = tf.reshape(kernel, (rows.shape[-1], -1))
-    bias = tf.reshape(tf.cast(bias, dtype), (-1,))
+    if tf_fast.ENABLED:
+        return tf_fast.dense_rows(rows, kernel, bias, dtype, scale)
+    kernel = ops.reshape(ops.cast(kernel, dtype), (rows.shape[-1], -1))
+    bias = ops.reshape(ops.cast(bias, dtype), (-1,))
     if scale is not None:
         kernel, bias = kernel * scale, bias * scale
-    return tf.nn.bias_add(tf.matmul(rows, kernel), bias)
+    return ops.matmul(rows, kernel) + bias
 
 
 def attention_bias(input_mask, dtype="float32"):
@@ -112,29 +112,30 @@ class BertSelfAttention(keras.layers.Layer):
         self.built = True
 
     def call(self, x, bias, training=None, return_probs=False):
+        if tf_fast.ENABLED:
+            return tf_fast.self_attention(self, x, bias, training, return_probs)
         # The projections use the EinsumDense kernels as plain [H, H] matrices on the
-        # [batch * seq, H] rows (one MatMul + BiasAdd each); the 1/sqrt(H/A) scale is
-        # folded into the query kernel and bias instead of scaling the scores.
+        # [batch * seq, H] rows; the 1/sqrt(H/A) scale is folded into the query kernel
+        # and bias instead of scaling the scores.
         dtype = self.compute_dtype
-        batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-        rows = tf.reshape(x, (-1, self.query.kernel.shape[0]))
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        rows = ops.reshape(x, (-1, self.query.kernel.shape[0]))
 
         def heads(layer, scale=None):
             y = dense_rows(rows, layer.kernel, layer.bias, dtype, scale)
-            y = tf.reshape(y, (batch, seq, self.num_heads, self.head_size))
-            return tf.transpose(y, (0, 2, 1, 3))            # [batch, A, seq, H/A]
+            y = ops.reshape(y, (batch, seq, self.num_heads, self.head_size))
+            return ops.transpose(y, (0, 2, 1, 3))           # [batch, A, seq, H/A]
 
         q = heads(self.query, self._scale)
         k, v = heads(self.key), heads(self.value)
-        scores = tf.matmul(q, k, transpose_b=True)          # [batch, A, seq, seq]
-        with tf.name_scope("softmax"):  # names its ops (and their gradients) in profiles
-            probs = tf.nn.softmax(tf.cast(scores, "float32") + tf.cast(bias, "float32"))
-            probs = tf.cast(probs, dtype)
-        context = tf.matmul(self.dropout(probs, training=training), v)
-        context = tf.reshape(tf.transpose(context, (0, 2, 1, 3)),
-                             (-1, self.num_heads * self.head_size))
+        scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))  # [batch, A, seq, seq]
+        probs = ops.softmax(ops.cast(scores, "float32") + ops.cast(bias, "float32"), axis=-1)
+        probs = ops.cast(probs, dtype)
+        context = ops.matmul(self.dropout(probs, training=training), v)
+        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)),
+                              (-1, self.num_heads * self.head_size))
         out = dense_rows(context, self.output_dense.kernel, self.output_dense.bias, dtype)
-        out = tf.reshape(out, (batch, seq, out.shape[-1]))
+        out = ops.reshape(out, (batch, seq, out.shape[-1]))
         return (out, probs) if return_probs else out
 
     def compute_output_spec(self, x, bias, training=None, return_probs=False):

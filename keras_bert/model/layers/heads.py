@@ -1,9 +1,9 @@
 """Output layers on top of the encoder: the [CLS] pooler and the masked-LM head."""
 
 import keras
-import tensorflow as tf
 from keras import ops
 
+from keras_bert.model import tf_fast
 from keras_bert.model.layers.attention import dense_rows
 from keras_bert.model.layers.transformer import get_activation
 
@@ -112,18 +112,19 @@ class MaskedLMHead(keras.layers.Layer):
 
     def call(self, sequence_output, masked_positions):
         x = gather_positions(sequence_output, masked_positions)     # [batch, P, H]
-        batch, predictions = tf.shape(x)[0], tf.shape(x)[1]
-        rows = tf.reshape(x, (-1, x.shape[-1]))
+        if tf_fast.ENABLED:
+            return tf_fast.masked_lm_logits(self, x)
+        batch, predictions = ops.shape(x)[0], ops.shape(x)[1]
+        rows = ops.reshape(x, (-1, x.shape[-1]))
         dtype = self.compute_dtype
         rows = self.transform.activation(dense_rows(
             rows, self.transform.kernel, self.transform.bias, dtype))
         rows = self.layer_norm(rows)
-        # The decoder reads the [vocab, H] table as it is (transpose_b): no transposed
-        # copy of the table forward, nor of its gradient backward.
-        table = tf.cast(self.embedding.embeddings, dtype)
-        logits = tf.matmul(rows, table, transpose_b=True)
-        logits = tf.nn.bias_add(tf.cast(logits, "float32"), tf.cast(self.output_bias, "float32"))
-        return tf.reshape(logits, (batch, predictions, -1))
+        # The decoder is tied to the [vocab, H] word embedding table.
+        table = ops.cast(self.embedding.embeddings, dtype)
+        logits = ops.matmul(rows, ops.transpose(table))
+        logits = ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+        return ops.reshape(logits, (batch, predictions, -1))
 
     def compute_output_spec(self, sequence_output, masked_positions):
         shape = (masked_positions.shape[0], masked_positions.shape[1], self.embedding.input_dim)

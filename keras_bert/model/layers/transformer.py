@@ -1,51 +1,45 @@
 """The post-LayerNorm transformer block of BERT (Vaswani et al. 2017, as used in the paper)."""
 
 import keras
-import tensorflow as tf
+from keras import ops
 
+from keras_bert.model import tf_fast
 from keras_bert.model.layers.attention import BertSelfAttention, attention_output_spec, dense_rows
 from keras_bert.model.layers.dropout import BertDropout
 
 _SQRT_HALF = 0.7071067811865476
-_TANH_GELU_A = 1.5957691216057308  # 2 * sqrt(2 / pi)
-_TANH_GELU_B = _TANH_GELU_A * 0.044715
 
 
 def gelu(x):
-    """Exact GELU, x * Phi(x) (Hugging Face's "gelu").
+    """Exact GELU, x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) (Hugging Face's "gelu").
 
-    Executed eagerly it takes 4 element-wise ops instead of `tf.nn.gelu`'s 5. In a
-    graph it is 0.5 x (1 + erf(x / sqrt 2)), a pattern grappler fuses into the
-    preceding MatMul (as it does `tf.nn.gelu`) and whose gradient is 2.6x faster than
-    `tf.nn.gelu`'s in bfloat16 (that one goes through a slow bfloat16 Erfc kernel; a
-    sixth of a mixed_bfloat16 training step, `benchmarks/profile_step.py`).
+    On TensorFlow it is `tf_fast.gelu` (a form grappler fuses into the preceding MatMul,
+    whose bfloat16 gradient avoids the slow Erfc kernel).
 
     Example:
 
     >>> round(float(gelu(keras.ops.convert_to_tensor(1.0))), 6)
     0.841345
     """
-    if tf.executing_eagerly():
-        return (x * 0.5) * tf.math.erfc(x * -_SQRT_HALF)
-    with tf.name_scope("gelu"):  # names its ops (and their gradients) in profiles
-        return 0.5 * x * (1.0 + tf.math.erf(x * _SQRT_HALF))
+    if tf_fast.ENABLED:
+        return tf_fast.gelu(x)
+    return 0.5 * x * (1.0 + ops.erf(x * _SQRT_HALF))
 
 
 def gelu_tanh(x):
-    """The tanh approximation of GELU (google-research/bert's "gelu").
+    """The tanh approximation of GELU (google-research/bert's "gelu"),
+    0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
 
-    Executed eagerly it is written as x * sigmoid(2z), which equals
-    0.5 x (1 + tanh(z)) and takes 6 element-wise ops instead of 8; in a graph it is
-    `tf.nn.gelu(approximate=True)`, which grappler fuses into the preceding MatMul.
+    On TensorFlow it is `tf_fast.gelu_tanh` (`tf.nn.gelu(approximate=True)` in a graph).
 
     Example:
 
     >>> round(float(gelu_tanh(keras.ops.convert_to_tensor(1.0))), 6)
     0.841192
     """
-    if tf.executing_eagerly():
-        return x * tf.math.sigmoid(x * (_TANH_GELU_A + _TANH_GELU_B * tf.math.square(x)))
-    return tf.nn.gelu(x, approximate=True)
+    if tf_fast.ENABLED:
+        return tf_fast.gelu_tanh(x)
+    return keras.activations.gelu(x, approximate=True)
 
 
 def get_activation(name):
@@ -132,15 +126,20 @@ class TransformerBlock(keras.layers.Layer):
         if return_probs:
             attn, probs = attn
         x = self.attention_layer_norm(x + self.attention_dropout_layer(attn, training=training))
-        # Feed-forward on the [batch * seq, H] rows: MatMul + BiasAdd, like the attention.
+        h = self._feed_forward(x, training)
+        x = self.output_layer_norm(x + h)
+        return (x, probs) if return_probs else x
+
+    def _feed_forward(self, x, training):
+        # The feed-forward network on the [batch * seq, H] rows, like the attention.
+        if tf_fast.ENABLED:
+            return tf_fast.feed_forward(self, x, training)
         dtype = self.compute_dtype
-        rows = tf.reshape(x, (-1, x.shape[-1]))
+        rows = ops.reshape(x, (-1, x.shape[-1]))
         h = self._activation(dense_rows(rows, self.intermediate.kernel,
                                         self.intermediate.bias, dtype))
         h = dense_rows(h, self.output_dense.kernel, self.output_dense.bias, dtype)
-        h = tf.reshape(self.output_dropout(h, training=training), tf.shape(x))
-        x = self.output_layer_norm(x + h)
-        return (x, probs) if return_probs else x
+        return ops.reshape(self.output_dropout(h, training=training), ops.shape(x))
 
     def compute_output_spec(self, x, bias, training=None, return_probs=False):
         return attention_output_spec(x, self.num_heads, self.compute_dtype, return_probs)
