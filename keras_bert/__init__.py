@@ -5,8 +5,10 @@ The public API:
 - `BertConfig`, `BertEncoder`: the network.
 - Task models: `BertPretrainer`, `BertClassifier`, `BertSpanLabeler`,
   `BertTokenClassifier`, `BertMultipleChoice`, `BertFeatureExtractor`.
-- `load_encoder`, `load_pretrainer`: weights from Hugging Face, Google or keras_bert
-  checkpoints; `save_google_checkpoint` writes Google's TF1 format.
+- `load_encoder`, `load_pretrainer`: weights from Hugging Face, Google, keras-hub
+  presets or keras_bert checkpoints, by path or by name (`hf://ORG/NAME`, Google's
+  release names); `save_google_checkpoint` writes Google's TF1 format,
+  `save_keras_hub_preset` a keras-hub preset.
 - `BertTokenizer` (google-research/bert's FullTokenizer ids, in-graph),
   `BertPreprocessor` (strings -> encoder inputs), `learn_vocab` (WordPiece vocab.txt).
 - `create_pretraining_data`, `pretraining_dataset` (keras_bert.data): masked-LM/NSP
@@ -42,6 +44,7 @@ _EXPORTS = {
     "read_config": "keras_bert.checkpoints",
     "save_encoder": "keras_bert.checkpoints",
     "save_google_checkpoint": "keras_bert.checkpoints",
+    "save_keras_hub_preset": "keras_bert.checkpoints",
     "CheckpointError": "keras_bert.core.errors",
     "KerasBertError": "keras_bert.core.errors",
     "UserInputError": "keras_bert.core.errors",

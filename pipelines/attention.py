@@ -36,8 +36,8 @@ from keras_bert.pipelines.flags import (
     add_boolean,
     check_max_seq_length,
     positive_int,
-    require_file,
     require_output_directory,
+    resolve_model,
 )
 
 
@@ -70,8 +70,7 @@ def _check_text(args) -> None:
 
 
 def _finetuned_encoder(path):
-    """(encoder, vocab file, lower case) of a fine-tuned run directory."""
-    from keras_bert.checkpoints import checkpoint_vocab
+    """The encoder of a fine-tuned run directory's model."""
     from keras_bert.model.encoder import BertEncoder
     from keras_bert.tasks.finetuning import load_finetuned
 
@@ -79,17 +78,11 @@ def _finetuned_encoder(path):
     encoder = getattr(run.model, "encoder", None)
     if not isinstance(encoder, BertEncoder):
         encoder = next(layer for layer in run.model.layers if isinstance(layer, BertEncoder))
-    return encoder, checkpoint_vocab(path), run.record["lower_case"]
+    return encoder
 
 
 def run(args) -> int:
-    from keras_bert.checkpoints import (
-        check_vocab_matches,
-        checkpoint_lower_case,
-        checkpoint_vocab,
-        load_encoder,
-        read_config,
-    )
+    from keras_bert.checkpoints import load_encoder
     from keras_bert.plotting import (
         attention_maps,
         attention_png_name,
@@ -97,41 +90,19 @@ def run(args) -> int:
         format_summary_table,
         write_attention_plots,
     )
-    from keras_bert.text.tokenizer import BertTokenizer
 
-    # Everything is checked before any weights load (a fine-tuned model excepted: its
-    # config is inside the saved model) and before anything is written.
+    # Everything is checked before any weights load and before anything is written.
     _check_text(args)
     require_output_directory(args.output_dir, "--output_dir")
     model = args.model
     if not os.path.exists(model) and not os.path.exists(model + ".index"):
         raise InputNotFoundError(f"--model {model!r} does not exist")
-    from keras_bert.tasks.finetuning import CONFIG_FILE
-
-    finetuned = os.path.isfile(os.path.join(model, CONFIG_FILE))
-    if finetuned:
-        encoder, vocab, lower_case = _finetuned_encoder(model)
-        config = encoder.config
-    else:
-        config = read_config(model)  # names an unrecognised --model
-        vocab, lower_case = checkpoint_vocab(model), checkpoint_lower_case(model)
-    vocab = args.vocab_file or vocab
-    if vocab is None:
-        raise InputNotFoundError(f"the model {model!r} has no vocab.txt beside it; pass "
-                                 "--vocab_file")
-    require_file(vocab, "--vocab_file")
-    check_vocab_matches(vocab, config.vocab_size, f"the model {model!r}",
-                        checkpoint=None if finetuned else model)
-    max_seq_length = args.max_seq_length or config.max_position_embeddings
-    if max_seq_length > config.max_position_embeddings:
-        raise ArgumentError(f"--max_seq_length {args.max_seq_length} is longer than the "
-                            f"model's {config.max_position_embeddings} positions; use at most "
-                            f"{config.max_position_embeddings}", field="max_seq_length")
-    if args.do_lower_case is not None:
-        lower_case = args.do_lower_case
-    tokenizer = BertTokenizer(vocab, lower_case=lower_case)
-    if not finetuned:
-        encoder = load_encoder(model, output_attentions=True)
+    resolved = resolve_model(model, args.vocab_file, args.do_lower_case, args.max_seq_length,
+                             finetuning_runs=True)
+    max_seq_length = args.max_seq_length or resolved.config.max_position_embeddings
+    tokenizer, lower_case = resolved.tokenizer(), resolved.lower_case
+    encoder = (_finetuned_encoder(model) if resolved.finetuning_run
+               else load_encoder(model, output_attentions=True))
 
     maps = attention_maps(encoder, tokenizer, args.text, pair=args.pair,
                           max_seq_length=max_seq_length)

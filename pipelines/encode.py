@@ -24,6 +24,7 @@ from keras_bert.pipelines.flags import (
     positive_int,
     require_file,
     require_output_file,
+    resolve_model,
 )
 
 
@@ -119,36 +120,18 @@ def embed(encoder, preprocessor, sentences, pooling="mean", batch_size=32, progr
 
 
 def run(args) -> int:
-    from keras_bert.checkpoints import (
-        check_vocab_matches,
-        checkpoint_lower_case,
-        checkpoint_vocab,
-        load_encoder,
-        read_config,
-    )
+    from keras_bert.checkpoints import load_encoder
     from keras_bert.core.fileio import atomic_write
     from keras_bert.text.packing import BertPreprocessor
-    from keras_bert.text.tokenizer import BertTokenizer
 
     # Everything is checked before any weights load.
     sentences = _read_sentences(args)
     if args.output:
         require_output_file(args.output, "--output")
     model = args.model or _default_model()
-    config = read_config(model)  # names a missing or unrecognised --model first
-    vocab = args.vocab_file or checkpoint_vocab(model)
-    if vocab is None:
-        raise InputNotFoundError(f"the model {model!r} has no vocab.txt beside it; pass "
-                                 "--vocab_file")
-    require_file(vocab, "--vocab_file")
-    check_vocab_matches(vocab, config.vocab_size, f"the model {model!r}", checkpoint=model)
-    if args.max_seq_length > config.max_position_embeddings:
-        raise ArgumentError(f"--max_seq_length {args.max_seq_length} is longer than the "
-                            f"model's {config.max_position_embeddings} positions; use at most "
-                            f"{config.max_position_embeddings}", field="max_seq_length")
-    lower_case = (checkpoint_lower_case(model) if args.do_lower_case is None
-                  else args.do_lower_case)
-    tokenizer = BertTokenizer(vocab, lower_case=lower_case)
+    resolved = resolve_model(model, args.vocab_file, args.do_lower_case, args.max_seq_length,
+                             finetuning_runs=False)
+    tokenizer = resolved.tokenizer()
     preprocessor = BertPreprocessor(tokenizer, seq_length=args.max_seq_length)
     encoder = load_encoder(model, dtype=None if args.precision == "float32"
                            else args.precision)

@@ -44,6 +44,7 @@ from keras_bert.pipelines.paths import (
     require_file,
     require_output_directory,
     require_output_file,
+    resolve_model,
 )
 from keras_bert.pipelines.reporting import (
     EXIT_FAILURE,
@@ -70,4 +71,4 @@ __all__ = [
     "library_logging", "nonnegative_float", "nonnegative_int", "option_flags", "options_from_args",
     "parse_boolean", "positive_float", "positive_int", "probability", "removed_on_error",
     "require_directory", "require_file", "require_output_directory", "require_output_file",
-    "run_command", "say"]
+    "resolve_model", "run_command", "say"]

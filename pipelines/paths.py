@@ -1,6 +1,7 @@
 """Checks of a command's paths before any work: inputs that exist and are of the right
-kind, outputs that can be written (nothing left behind by the check), and an output
-removed again when the work that created it fails.
+kind, a --model checkpoint resolved with its vocab and casing flags (`resolve_model`),
+outputs that can be written (nothing left behind by the check), and an output removed
+again when the work that created it fails.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import os
 import shutil
 import tempfile
 
-from keras_bert.core.errors import InputNotFoundError, OutputError
+from keras_bert.core.errors import ArgumentError, InputNotFoundError, OutputError
 from keras_bert.core.fileio import check_writable, is_remote
 
 
@@ -30,6 +31,35 @@ def require_directory(path: str, what: str) -> str:
     if os.path.exists(path):
         raise InputNotFoundError(f"{what} {path!r} is a file; give a directory.")
     raise InputNotFoundError(f"{what} {path!r} does not exist.")
+
+
+def resolve_model(model: str, vocab_file: str | None, do_lower_case: bool | None,
+                  max_seq_length: int | None, *, finetuning_runs: bool):
+    """The checkpoint --model names, resolved (`resolve_checkpoint`) with --vocab_file
+    and --do_lower_case and checked before any weights load: its vocab is a file that
+    fits the model (a fine-tuning run's, with `finetuning_runs`, by its size only) and
+    --max_seq_length, when given, fits its positions.
+
+    Example:
+
+    >>> resolve_model("/nonexistent/model", None, None, None, finetuning_runs=False)
+    Traceback (most recent call last):
+    ...
+    keras_bert.core.errors.InputNotFoundError: No checkpoint at '/nonexistent/model': it does not exist (give a checkpoint directory or a Google checkpoint prefix).
+    """
+    from keras_bert.checkpoints import resolve_checkpoint
+
+    resolved = resolve_checkpoint(model, vocab_file, do_lower_case, owner=f"the model {model!r}",
+                                  vocab_remedy="pass --vocab_file",
+                                  finetuning_runs=finetuning_runs)
+    require_file(resolved.vocab_file, "--vocab_file")
+    resolved.check_vocab(against_own=not resolved.finetuning_run)
+    positions = resolved.config.max_position_embeddings
+    if max_seq_length is not None and max_seq_length > positions:
+        raise ArgumentError(f"--max_seq_length {max_seq_length} is longer than the model's "
+                            f"{positions} positions; use at most {positions}",
+                            field="max_seq_length")
+    return resolved
 
 
 def require_output_file(path: str, what: str) -> str:

@@ -9,15 +9,35 @@ names and shapes.
 - `google`: Google's TF1 checkpoints, read and written (`save_google_checkpoint`).
 - `huggingface`: Hugging Face `config.json` + `model.safetensors`.
 - `model_garden`: tf-models-official's object-based TF2 checkpoints of its encoders.
+- `keras_hub`: keras-hub BERT presets (backbone and `BertTextClassifier`), read without
+  keras-hub and written back (`save_keras_hub_preset`).
+- `remote`: checkpoints by name: `hf://ORG/NAME[@REVISION]` through huggingface_hub's
+  cache, Google's release names (`uncased_L-12_H-768_A-12`, ...) downloaded once to
+  keras_bert's cache (`resolve_checkpoint_name`).
 - `native`: keras_bert's own directory (`save_encoder`) and `keras-bert pretrain`'s
   training checkpoints (`RUN/checkpoints/ckpt-STEP`).
+- `training_runs`: a `keras-bert pretrain` run directory read back (its run_config.json,
+  its newest training checkpoint).
+- `finetuning_runs`: a `keras-bert finetune` run directory read back: its file names,
+  `is_finetuning_run` (the one answer to "is this a fine-tuning run?"), its record and
+  its encoder's config, read without its weights.
 - `vocab`: `checkpoint_vocab`, the one rule for finding the vocab of a checkpoint or
   run directory; its casing; and the check that a vocab fits it.
 - `loading`: format detection and the entry points `read_config`, `load_encoder`,
   `load_pretrainer`; `describe_export`, what an export given as a checkpoint is.
+- `resolver`: `resolve_checkpoint`, the one resolver of a checkpoint path (any kind above,
+  or a fine-tuning run directory) -> its config (before any weights load), vocab file,
+  casing and tokenizer, as a `ResolvedCheckpoint`.
 """
 
+from keras_bert.checkpoints.finetuning_runs import (
+    FINETUNE_CONFIG,
+    FINETUNED_MODEL,
+    is_finetuning_run,
+    read_finetuning_record,
+)
 from keras_bert.checkpoints.google import GOOGLE_CKPT, GOOGLE_CONFIG, save_google_checkpoint
+from keras_bert.checkpoints.keras_hub import load_keras_hub_classifier, save_keras_hub_preset
 from keras_bert.checkpoints.loading import (
     describe_export,
     load_encoder,
@@ -27,6 +47,8 @@ from keras_bert.checkpoints.loading import (
 from keras_bert.checkpoints.model_garden import MODEL_GARDEN_PARAMS
 from keras_bert.checkpoints.names import encoder_slots, google_to_hf_name, pretrainer_head_slots
 from keras_bert.checkpoints.native import KERAS_BERT_CONFIG, KERAS_BERT_WEIGHTS, save_encoder
+from keras_bert.checkpoints.remote import resolve_checkpoint_name
+from keras_bert.checkpoints.resolver import ResolvedCheckpoint, resolve_checkpoint
 from keras_bert.checkpoints.vocab import (
     check_vocab_matches,
     checkpoint_lower_case,
@@ -35,9 +57,11 @@ from keras_bert.checkpoints.vocab import (
 from keras_bert.core.errors import CheckpointError
 
 __all__ = [
-    "GOOGLE_CKPT", "GOOGLE_CONFIG", "KERAS_BERT_CONFIG", "KERAS_BERT_WEIGHTS",
-    "MODEL_GARDEN_PARAMS", "CheckpointError", "check_vocab_matches", "checkpoint_lower_case",
-    "checkpoint_vocab", "describe_export", "encoder_slots", "google_to_hf_name", "load_encoder",
-    "load_pretrainer", "pretrainer_head_slots", "read_config", "save_encoder",
-    "save_google_checkpoint",
+    "FINETUNED_MODEL", "FINETUNE_CONFIG", "GOOGLE_CKPT", "GOOGLE_CONFIG", "KERAS_BERT_CONFIG",
+    "KERAS_BERT_WEIGHTS", "MODEL_GARDEN_PARAMS", "CheckpointError", "ResolvedCheckpoint",
+    "check_vocab_matches", "checkpoint_lower_case", "checkpoint_vocab", "describe_export",
+    "encoder_slots", "google_to_hf_name", "is_finetuning_run", "load_encoder",
+    "load_keras_hub_classifier", "load_pretrainer", "pretrainer_head_slots", "read_config",
+    "read_finetuning_record", "resolve_checkpoint", "resolve_checkpoint_name", "save_encoder", "save_google_checkpoint",
+    "save_keras_hub_preset",
 ]

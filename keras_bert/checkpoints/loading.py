@@ -10,6 +10,11 @@ import os
 
 from keras_bert.checkpoints.google import GOOGLE_CKPT, GOOGLE_CONFIG, google_config, open_google
 from keras_bert.checkpoints.huggingface import HF_WEIGHTS, hf_config, open_huggingface
+from keras_bert.checkpoints.keras_hub import (
+    is_keras_hub_preset,
+    load_keras_hub_encoder,
+    read_keras_hub_config,
+)
 from keras_bert.checkpoints.matching import (
     NamedCheckpoint,
     assign_slots,
@@ -32,6 +37,7 @@ from keras_bert.checkpoints.native import (
     native_config,
     training_checkpoint_config,
 )
+from keras_bert.checkpoints.remote import resolve_checkpoint_name
 from keras_bert.checkpoints.training_runs import find_run_directory, latest_run_checkpoint
 from keras_bert.core.errors import CheckpointError, InputNotFoundError
 from keras_bert.model.config import BertConfig
@@ -42,11 +48,14 @@ MODEL_CARD = "keras_bert.json"
 
 
 def _detect(path: str) -> tuple[str, str]:
-    """Returns (format, resolved path) for a checkpoint path; raises with guidance."""
-    path = os.fspath(path)
+    """Returns (format, resolved path) for a checkpoint path or name (`hf://ORG/NAME`, a
+    Google release name: fetched or found in the cache first); raises with guidance."""
+    path = resolve_checkpoint_name(os.fspath(path))
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, KERAS_BERT_CONFIG)):
             return "keras_bert", path
+        if is_keras_hub_preset(path):
+            return "keras_hub", path
         if os.path.isfile(os.path.join(path, HF_WEIGHTS)):
             return "hf", path
         prefix = _google_prefix_in_dir(path) or _pretraining_run_checkpoint(path)
@@ -63,8 +72,9 @@ def _detect(path: str) -> tuple[str, str]:
         raise InputNotFoundError(
             f"{path!r} {'is empty: it holds' if not found else 'holds'} no BERT checkpoint: "
             f"expected {KERAS_BERT_CONFIG} (keras_bert), config.json + model.safetensors "
-            f"(Hugging Face), {GOOGLE_CONFIG} + {GOOGLE_CKPT}.index (Google TF1 or "
-            "tf-models-official TF2), or a `keras-bert pretrain` run directory"
+            f"(Hugging Face), config.json + model.weights.h5 (a keras-hub preset), "
+            f"{GOOGLE_CONFIG} + {GOOGLE_CKPT}.index (Google TF1 or tf-models-official "
+            "TF2), or a `keras-bert pretrain` run directory"
             + (f". Found: {found[:20]}" if found else "."))
     if os.path.isfile(path + ".index"):
         return _prefix_format(path), path
@@ -203,6 +213,8 @@ def read_config(path: str | os.PathLike) -> BertConfig:
         return native_config(resolved)
     if fmt == "hf":
         return hf_config(resolved)
+    if fmt == "keras_hub":
+        return read_keras_hub_config(resolved)
     if fmt == "tf2":
         return model_garden_config(resolved)
     if fmt == "training":
@@ -256,6 +268,9 @@ def load_encoder(path: str | os.PathLike, output_attentions: bool = False,
     if fmt == "training":
         return load_training_encoder(resolved, output_attentions=output_attentions,
                                      dtype=dtype)
+    if fmt == "keras_hub":
+        return load_keras_hub_encoder(resolved, BertEncoder(
+            read_keras_hub_config(resolved), output_attentions=output_attentions, dtype=dtype))
     config, read, available, source, transpose, names = _open(fmt, resolved)
     encoder = BertEncoder(config, output_attentions=output_attentions, dtype=dtype)
     used = assign_slots(encoder_slots(encoder), read, source, transpose, names)
@@ -274,7 +289,7 @@ def load_pretrainer(path: str | os.PathLike, dtype=None):
     fmt, resolved = _detect(path)
     if fmt == "training":
         return load_training_pretrainer(resolved, dtype=dtype)
-    if fmt in ("keras_bert", "tf2"):
+    if fmt in ("keras_bert", "tf2", "keras_hub"):
         raise CheckpointError(f"{path!r} is read as an encoder only; load it with "
                               "load_encoder and wrap it in BertPretrainer.")
     config, read, available, source, transpose, names = _open(fmt, resolved)

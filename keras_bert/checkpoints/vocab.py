@@ -7,6 +7,12 @@ from __future__ import annotations
 import json
 import os
 
+from keras_bert.checkpoints.keras_hub import (
+    is_keras_hub_preset,
+    keras_hub_lower_case,
+    keras_hub_vocab,
+)
+from keras_bert.checkpoints.remote import resolve_checkpoint_name
 from keras_bert.checkpoints.training_runs import find_run_directory, read_run_record
 from keras_bert.core import fileio
 from keras_bert.core.errors import VocabMismatchError
@@ -87,13 +93,13 @@ def checkpoint_vocab(path: str | os.PathLike) -> str | None:
     >>> checkpoint_vocab(os.path.join(run, "bert_model.ckpt")) == os.path.join(run, VOCAB_FILE)
     True
     """
-    path = os.fspath(path)
+    path = resolve_checkpoint_name(os.fspath(path))
     directory = path if fileio.isdir(path) else os.path.dirname(path)
     for place in (directory, find_run_directory(path)):
         candidate = place is not None and os.path.join(place, VOCAB_FILE)
         if candidate and fileio.exists(candidate) and not fileio.isdir(candidate):
             return candidate
-    return None
+    return keras_hub_vocab(path) if not fileio.is_remote(path) else None
 
 
 def checkpoint_lower_case(path: str | os.PathLike) -> bool:
@@ -108,10 +114,12 @@ def checkpoint_lower_case(path: str | os.PathLike) -> bool:
     >>> checkpoint_lower_case("/models/cased_L-12_H-768_A-12")
     False
     """
-    path = os.fspath(path)
+    path = resolve_checkpoint_name(os.fspath(path))
     # A file or a Google checkpoint prefix names its directory; anything else is one.
     is_file = os.path.isfile(path) or os.path.isfile(path + ".index")
     directory = os.path.dirname(path) if is_file else path
+    if is_keras_hub_preset(directory):  # its tokenizer.json's `lowercase`
+        return keras_hub_lower_case(directory)
     config = os.path.join(directory, "tokenizer_config.json")
     if os.path.isfile(config):
         with open(config, encoding="utf-8") as f:

@@ -15,17 +15,24 @@ import keras
 
 from keras_bert.checkpoints import (
     check_vocab_matches,
-    checkpoint_lower_case,
     checkpoint_vocab,
     describe_export,
     load_encoder,
-    read_config,
+    load_keras_hub_classifier,
+    resolve_checkpoint,
+    resolve_checkpoint_name,
 )
+from keras_bert.checkpoints.keras_hub import read_keras_hub_task
 from keras_bert.core.errors import ArgumentError, InputNotFoundError
 from keras_bert.core.precision import check_precision
 from keras_bert.model.config import BertConfig
 from keras_bert.tasks.common import with_dtype_policy
-from keras_bert.tasks.serving import KINDS, EncoderServing, ModelServing  # noqa: F401 (KINDS: named here too)
+from keras_bert.tasks.serving import (  # noqa: F401 (KINDS: named here too)
+    KINDS,
+    EncoderServing,
+    ModelServing,
+    serving_for,
+)
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.vocab import load_vocab, without_byte_order_mark
 
@@ -117,7 +124,7 @@ def load_export_source(checkpoint: str | os.PathLike, precision: str = "float32"
             empty directory, or is an export (which cannot be exported again).
     """
     check_precision(precision)
-    checkpoint = os.fspath(checkpoint)
+    checkpoint = resolve_checkpoint_name(os.fspath(checkpoint))
     if not os.path.exists(checkpoint) and not os.path.isfile(checkpoint + ".index"):
         raise InputNotFoundError(f"checkpoint {checkpoint!r} does not exist.")
     if is_finetuned_dir(checkpoint):
@@ -125,23 +132,20 @@ def load_export_source(checkpoint: str | os.PathLike, precision: str = "float32"
             _check_run_vocab(checkpoint, vocab_file)
         return _finetuned_source(checkpoint, precision, max_seq_length)
     _check_not_empty_or_an_export(checkpoint)
-    # Checked before the weights load.
-    config = read_config(checkpoint)
-    if vocab_file is None:
-        vocab_file = checkpoint_vocab(checkpoint)
-        if vocab_file is None:
-            raise InputNotFoundError(f"the checkpoint {checkpoint!r} has no vocab.txt beside "
-                                     "it; give its vocab_file.")
-    if lower_case is None:
-        lower_case = checkpoint_lower_case(checkpoint)
-    check_vocab_matches(vocab_file, config.vocab_size, f"the checkpoint {checkpoint!r}",
-                        checkpoint=checkpoint)
-    seq = _seq_length(max_seq_length or DEFAULT_SEQ_LENGTH, config,
-                      explicit=max_seq_length is not None)
-    tokenizer = BertTokenizer(vocab_file, lower_case=lower_case)
-    encoder = load_encoder(checkpoint, dtype=_policy(precision))
-    return ExportSource(encoder, EncoderServing(), tokenizer,
-                        without_byte_order_mark(vocab_file), seq, source=checkpoint)
+    # Checked before the weights load: config, vocab (the one rule), casing, length.
+    resolved = resolve_checkpoint(checkpoint, vocab_file, lower_case)
+    resolved.check_vocab()
+    task = read_keras_hub_task(checkpoint)  # a keras-hub task preset: its classifier
+    seq = _seq_length(max_seq_length or (task and task.sequence_length) or DEFAULT_SEQ_LENGTH,
+                      resolved.config, explicit=max_seq_length is not None)
+    if task is None:
+        model = load_encoder(checkpoint, dtype=_policy(precision))
+        serving = EncoderServing()
+    else:  # keras-hub's classifier has no label names: its classes are their indices
+        model = load_keras_hub_classifier(checkpoint, dtype=_policy(precision))
+        serving = serving_for(model, tuple(str(i) for i in range(task.num_classes)))
+    return ExportSource(model, serving, resolved.tokenizer(),
+                        without_byte_order_mark(resolved.vocab_file), seq, source=checkpoint)
 
 
 def _check_not_empty_or_an_export(path: str) -> None:

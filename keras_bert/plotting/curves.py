@@ -15,7 +15,7 @@ import os
 from keras_bert.core.errors import DataError, InputNotFoundError
 
 # What a pretraining or fine-tuning run writes: the names of training.run_directory and
-# tasks.finetuning.run_directory, repeated here so that reading curves needs no TensorFlow
+# checkpoints.finetuning_runs, repeated here so that reading curves needs no TensorFlow
 # (importing either package loads it); tests/test_plotting.py checks that they agree.
 TRAIN_LOG = "train_log.jsonl"
 LOGS_DIR = "logs"
@@ -106,10 +106,10 @@ def read_training_curves(run_dir: str) -> TrainingCurves:
 
 
 def _finetuning_curves(run_dir: str) -> TrainingCurves:
-    from keras_bert.tasks.finetuning.run_directory import read_record
+    from keras_bert.checkpoints.finetuning_runs import read_finetuning_record
 
     path = os.path.join(run_dir, FINETUNE_CONFIG)
-    history = read_record(run_dir, fields={}).get("history") or []
+    history = read_finetuning_record(run_dir, fields={}).get("history") or []
     curves = TrainingCurves(run_dir, "fine-tuning", "epoch", {}, [path])
     restarts = {entry.get("restart", 0) for entry in history}
     for entry in history:

@@ -32,6 +32,8 @@ from typing import ClassVar
 
 import tensorflow as tf
 
+from keras_bert.core.errors import ArgumentError
+
 
 def string_batches(inputs: dict) -> dict:
     """The text inputs as [batch] vectors of strings; another rank, or a `text_pair`
@@ -222,3 +224,23 @@ def serving_class(kind: str) -> type[ModelServing]:
     """The `ModelServing` subclass of a model kind (one of `KINDS`)."""
     module, name = _SERVINGS[kind]
     return getattr(importlib.import_module(module), name)
+
+
+def serving_for(model, label_names: tuple[str, ...] | None = None,
+                pair: bool = False) -> ModelServing:
+    """The `ModelServing` of a model that comes without a fine-tuning run (a keras-hub
+    classifier preset, say): a bare encoder's, or a sequence classifier's with
+    `label_names` (its regression form when it has one output); `ArgumentError` for any
+    other model, whose serving needs its task's settings (`Task.serving`)."""
+    from keras_bert.model.encoder import BertEncoder
+    from keras_bert.model.models import BertClassifier
+
+    if isinstance(model, BertEncoder):
+        return EncoderServing()
+    if isinstance(model, BertClassifier):
+        if model.num_classes == 1:
+            return serving_class("regression")(pair=pair)
+        return serving_class("classifier")(pair=pair, label_names=label_names)
+    raise ArgumentError(f"a {type(model).__name__} is served from its fine-tuning run "
+                        "directory (its task's settings); give that directory.",
+                        field="checkpoint")

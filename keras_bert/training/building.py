@@ -9,7 +9,13 @@ import os
 
 import tensorflow as tf
 
-from keras_bert.checkpoints import CheckpointError, load_encoder, load_pretrainer, read_config
+from keras_bert.checkpoints import (
+    CheckpointError,
+    ResolvedCheckpoint,
+    load_encoder,
+    load_pretrainer,
+    resolve_checkpoint,
+)
 from keras_bert.core import errors
 from keras_bert.core.errors import ArgumentError, InputNotFoundError, MismatchError, UserInputError
 from keras_bert.data.masking import MaskedLmMasker
@@ -63,9 +69,11 @@ def _describe_config(config: BertConfig | str | None) -> str:
     return f"config {os.fspath(config or 'base')}"
 
 
-def _read_checkpoint_config(init_checkpoint: str) -> BertConfig:
+def _resolve_init_checkpoint(init_checkpoint: str) -> ResolvedCheckpoint:
+    """The init checkpoint's config and its own vocab (None where none came with it); a
+    fine-tuning run directory is not a pretraining checkpoint."""
     try:
-        return read_config(init_checkpoint)
+        return resolve_checkpoint(init_checkpoint, require_vocab=False, finetuning_runs=False)
     except FileNotFoundError as e:
         if isinstance(e, UserInputError):
             raise
@@ -84,9 +92,11 @@ def _check_config_matches_checkpoint(config: BertConfig, checkpoint_config: Bert
 
 
 def resolve_model_config(config: BertConfig | str | None, init_checkpoint: str | None,
-                         vocab_file: str | None = None) -> tuple[BertConfig, str]:
-    """The config a run trains, and how messages name its source: `config` (see
-    `resolve_config`), else the `init_checkpoint`'s, else "base"; `config` and
+                         vocab_file: str | None = None
+                         ) -> tuple[BertConfig, str, ResolvedCheckpoint | None]:
+    """The config a run trains, how messages name its source, and the resolved
+    `init_checkpoint` (its own vocab among what it gives; None without one): `config`
+    (see `resolve_config`), else the `init_checkpoint`'s, else "base"; `config` and
     `init_checkpoint` together must agree.
 
     Raises:
@@ -99,14 +109,14 @@ def resolve_model_config(config: BertConfig | str | None, init_checkpoint: str |
         explicit_config = resolve_config(config, vocab_file)
         config_source = _describe_config(config)
     if not init_checkpoint:
-        return explicit_config, config_source
-    checkpoint_config = _read_checkpoint_config(init_checkpoint)
+        return explicit_config, config_source, None
+    checkpoint = _resolve_init_checkpoint(init_checkpoint)
     if explicit_config is not None:
-        _check_config_matches_checkpoint(explicit_config, checkpoint_config,
+        _check_config_matches_checkpoint(explicit_config, checkpoint.config,
                                          init_checkpoint, config_source)
     else:
         config_source = f"init_checkpoint {init_checkpoint}"
-    return checkpoint_config, config_source
+    return checkpoint.config, config_source, checkpoint
 
 
 def build_pretrainer(config: BertConfig, init_checkpoint: str | None,

@@ -24,7 +24,6 @@ import time
 import keras
 import tensorflow as tf
 
-from keras_bert.checkpoints import checkpoint_vocab as own_checkpoint_vocab
 from keras_bert.core import fileio
 from keras_bert.core.errors import ArgumentError
 from keras_bert.model.config import BertConfig
@@ -287,10 +286,10 @@ class Pretraining:
         `run_directory`. Returns the config and the vocab file the run records (the
         given one, else the init checkpoint's)."""
         info = self.info
-        bert_config, config_source = resolve_model_config(config, init_checkpoint, vocab_file)
+        bert_config, config_source, checkpoint = resolve_model_config(
+            config, init_checkpoint, vocab_file)
         validation.check_data_fits_model(info, bert_config, config_source)
-        checkpoint_vocab = (own_checkpoint_vocab(init_checkpoint)
-                            if init_checkpoint else None)
+        checkpoint_vocab = checkpoint.vocab_file if checkpoint else None
         validation.check_vocab(vocab_file, bert_config, info,
                                checkpoint_vocab=checkpoint_vocab,
                                pretrained=bool(init_checkpoint), config_source=config_source)

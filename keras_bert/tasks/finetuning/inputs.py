@@ -8,16 +8,11 @@ from __future__ import annotations
 
 import os
 
-from keras_bert.checkpoints import (
-    check_vocab_matches,
-    checkpoint_lower_case,
-    checkpoint_vocab,
-    read_config,
-)
+from keras_bert.checkpoints import check_vocab_matches, resolve_checkpoint
 from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError
 from keras_bert.model.config import PRESETS, BertConfig
 from keras_bert.tasks.base import Task
-from keras_bert.tasks.finetuning.run_directory import is_run_directory, load_finetuned
+from keras_bert.tasks.finetuning.run_directory import read_finetuned
 
 
 class TaskSource:
@@ -54,29 +49,28 @@ class TaskSource:
 def model_source(checkpoint: str | None, preset: str | None, vocab_file: str | None,
                  lower_case: bool | None) -> tuple[BertConfig, str, bool]:
     """(config, vocab file, lower_case) of the model a run starts from: exactly one of
-    a `checkpoint` (its vocab.txt and casing unless given; a `keras-bert finetune` run
-    directory gives its encoder, for intermediate-task transfer) or a `preset` (random
-    weights; needs `vocab_file`, lower-cases unless told otherwise). The vocab must fit
-    the model's embeddings."""
+    a `checkpoint` (its vocab.txt and casing unless given, by `resolve_checkpoint`; a
+    `keras-bert finetune` run directory gives its encoder, for intermediate-task
+    transfer) or a `preset` (random weights; needs `vocab_file`, lower-cases unless told
+    otherwise). The vocab must fit the model's embeddings. Nothing is loaded: a
+    fine-tuning run's record and task are checked here, its model when it is built.
+
+    Example:
+
+    >>> model_source(None, "tiny", None, None)
+    Traceback (most recent call last):
+    ...
+    keras_bert.core.errors.ArgumentError: a preset has no vocab; give vocab_file.
+    """
     if bool(checkpoint) == bool(preset):
         raise ArgumentError("give either a checkpoint or a preset (random weights).",
                             field="checkpoint")
-    if checkpoint and is_run_directory(checkpoint):
-        run = load_finetuned(checkpoint)
-        config = run.model.encoder.config
-        vocab = vocab_file or checkpoint_vocab(checkpoint)
-        if lower_case is None:
-            lower_case = run.tokenizer.lower_case
-        owner = f"the fine-tuned run {checkpoint!r}"
-    elif checkpoint:
-        config = read_config(checkpoint)
-        vocab = vocab_file or checkpoint_vocab(checkpoint)
-        if vocab is None:
-            raise InputNotFoundError(f"the checkpoint {checkpoint!r} has no vocab.txt beside "
-                                     "it; give its vocab_file.")
-        if lower_case is None:
-            lower_case = checkpoint_lower_case(checkpoint)
-        owner = f"the checkpoint {checkpoint!r}"
+    if checkpoint:
+        resolved = resolve_checkpoint(checkpoint, vocab_file, lower_case)
+        if resolved.finetuning_run:
+            read_finetuned(checkpoint)  # its task and options, before any training
+        config, vocab, lower_case, owner = (resolved.config, resolved.vocab_file,
+                                            resolved.lower_case, resolved.owner)
     else:
         if preset not in PRESETS:
             raise ArgumentError(f"preset {preset!r} is not one of {sorted(PRESETS)}.",
@@ -92,4 +86,3 @@ def model_source(checkpoint: str | None, preset: str | None, vocab_file: str | N
         raise InputNotFoundError(f"vocab_file {vocab!r} does not exist.")
     check_vocab_matches(vocab, config.vocab_size, owner, checkpoint=checkpoint)
     return config, vocab, lower_case
-

@@ -1,36 +1,33 @@
 """The run directory `Finetuning.run` writes and `load_finetuned` reads back: its file
-names, the check that an output directory may receive a run, the clearing of what a
-killed run left beside it, and `FinetunedModel`, the loaded run that `keras-bert
-evaluate`, `predict`, `export` and `attention` start from.
+names (read in the checkpoints stage, `keras_bert.checkpoints.finetuning_runs`), the
+check that an output directory may receive a run, the clearing of what a killed run left
+beside it, and `FinetunedModel`, the loaded run that `keras-bert evaluate`, `predict`,
+`export` and `attention` start from.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
-from collections.abc import Mapping
 
 import keras
 
+# A run directory is a checkpoint too (`resolve_checkpoint`): its file names, whether a
+# path is one and its record are read in the checkpoints stage, and named here as before.
+from keras_bert.checkpoints.finetuning_runs import FINETUNE_CONFIG as CONFIG_FILE
+from keras_bert.checkpoints.finetuning_runs import FINETUNED_MODEL as MODEL_FILE
+from keras_bert.checkpoints.finetuning_runs import check_finetuning_run
+from keras_bert.checkpoints.finetuning_runs import is_finetuning_run as is_run_directory  # noqa: F401 (export asks here)
 from keras_bert.checkpoints.native import check_keras_archive
 from keras_bert.core import fileio
-from keras_bert.core.errors import (
-    DataError,
-    InputNotFoundError,
-    MismatchError,
-    OutputError,
-    Setting,
-)
+from keras_bert.core.errors import MismatchError, OutputError, Setting
 from keras_bert.tasks.base import Features, FeatureSettings, Task, log_truncation
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.registry import get_task
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.vocab import VOCAB_FILE
 
-MODEL_FILE = "model.keras"
-CONFIG_FILE = "finetune_config.json"
 METRICS_FILE = "metrics.json"
 # The TensorBoard logs are written beside the output directory, under a hidden temporary
 # name of "<output_dir>_logs", and copied in when the run is complete.
@@ -71,61 +68,6 @@ def remove_leftovers(output_dir: str) -> list[str]:
     return removed
 
 
-def is_run_directory(path: str) -> bool:
-    """Whether `path` is a `keras-bert finetune` output directory (its
-    finetune_config.json is there; its model.keras may have been lost)."""
-    return os.path.isfile(os.path.join(path, CONFIG_FILE))
-
-
-# What every finetune_config.json records, and the JSON type of each.
-RECORD_FIELDS = {"task": str, "options": dict, "lower_case": bool}
-_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "true or false",
-               int: "a number", float: "a number", type(None): "null"}
-
-
-def read_record(path: str, fields: Mapping[str, type] = RECORD_FIELDS) -> dict:
-    """The record of a fine-tuning run directory `path` (its finetune_config.json: the
-    task and its config, the options, the casing, the history). Every reader of the file
-    goes through here; `fields` are those it needs (name -> JSON type).
-
-    Raises:
-        FileNotFoundError: the file is missing.
-        DataError: it is not valid JSON (the message gives the line and column), or not
-            a fine-tuning record (not a JSON object, or one of `fields` missing or of
-            another type).
-
-    Example:
-
-    >>> import tempfile
-    >>> run = tempfile.mkdtemp()
-    >>> _ = open(os.path.join(run, CONFIG_FILE), "w").write('{"task": "stsb",\\n "options" {}}')
-    >>> read_record(run)
-    Traceback (most recent call last):
-    ...
-    keras_bert.core.errors.DataError: .../finetune_config.json:2: is not valid JSON (line 2, column 12: Expecting ':' delimiter); ...
-    """
-    config_path = os.path.join(path, CONFIG_FILE)
-    remedy = "copy it again from where the run was written, or re-run `keras-bert finetune`"
-    try:
-        record = fileio.read_json(config_path)
-    except json.JSONDecodeError as e:
-        raise DataError(f"is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}); "
-                        f"{remedy}.", path=config_path, line=e.lineno) from None
-    except UnicodeDecodeError as e:
-        raise DataError(f"is not valid JSON (not UTF-8: {e.reason} at byte {e.start}); "
-                        f"{remedy}.", path=config_path) from None
-    if not isinstance(record, dict):
-        raise DataError(f"is not a fine-tuning record: it holds {_JSON_TYPES[type(record)]}, "
-                        f"not a JSON object; {remedy}.", path=config_path)
-    for field, kind in fields.items():
-        if not isinstance(record.get(field), kind):
-            found = "missing" if field not in record else f"{record[field]!r}"
-            raise DataError(f"is not a fine-tuning record: its {field!r} is {found} "
-                            f"({_JSON_TYPES[kind]} expected); {remedy}.",
-                            path=config_path)
-    return record
-
-
 def check_output_dir(output_dir: str, overwrite: bool) -> None:
     """Refuses an `output_dir` that cannot be written, or that holds files (another
     run's or not) unless `overwrite`."""
@@ -158,24 +100,31 @@ class FinetunedModel:
         return features
 
 
-def load_finetuned(path: str, task: str | None = None) -> FinetunedModel:
-    """Loads a directory written by `Finetuning.run`; `task`, when given, must be the
-    task it was trained on."""
-    if not os.path.isdir(path):
-        raise InputNotFoundError(f"{path!r} is not a directory; give the output_dir of a "
-                                 "fine-tuning run.")
-    model_path, vocab_path = os.path.join(path, MODEL_FILE), os.path.join(path, VOCAB_FILE)
-    for needed in (os.path.join(path, CONFIG_FILE), model_path, vocab_path):
-        if not os.path.isfile(needed):
-            raise InputNotFoundError(f"{path!r} is not a fine-tuned model: it has no "
-                                     f"{os.path.basename(needed)} (run `keras-bert finetune` "
-                                     "first).")
-    record = read_record(path)
+def read_finetuned(path: str, task: str | None = None) -> tuple[dict, Task, FinetuneOptions]:
+    """The record, the task (with its saved config) and the options of a run directory
+    written by `Finetuning.run`, checked without loading its model; `task`, when given,
+    must be the task it was trained on.
+
+    Example:
+
+    >>> read_finetuned("/nonexistent/runs/mrpc")
+    Traceback (most recent call last):
+    ...
+    keras_bert.core.errors.InputNotFoundError: '/nonexistent/runs/mrpc' is not a directory; give the output_dir of a fine-tuning run.
+    """
+    record = check_finetuning_run(path)
     if task is not None and task != record["task"]:
         raise MismatchError(f"{path!r} was fine-tuned for {record['task']!r}, not {task!r}.")
     saved = get_task(record["task"])
     saved.restore(record.get("task_config", {}))
-    options = FinetuneOptions(**record["options"])
+    return record, saved, FinetuneOptions(**record["options"])
+
+
+def load_finetuned(path: str, task: str | None = None) -> FinetunedModel:
+    """Loads a directory written by `Finetuning.run`; `task`, when given, must be the
+    task it was trained on."""
+    record, saved, options = read_finetuned(path, task)
+    model_path, vocab_path = os.path.join(path, MODEL_FILE), os.path.join(path, VOCAB_FILE)
     check_keras_archive(model_path)  # Keras says "File not found" of a truncated one
     # The task models register their Keras classes on import; some task modules import
     # them only when they build a model, so a fresh `keras-bert predict` process of a

@@ -1,0 +1,436 @@
+"""Checkpoints by name: `hf://ORG/NAME[@REVISION]` from the Hugging Face Hub, and
+Google's released BERT checkpoints by their release names (`uncased_L-12_H-768_A-12`),
+each downloaded once into a cache and then read from it without a network.
+
+`resolve_checkpoint_name` turns such a name into a local directory that the readers in
+`loading` take; a local path (or a `gs://`-style one) passes through unchanged, and a
+local path wins over a release name of the same spelling.
+
+- Hugging Face: only the files keras_bert reads (`HF_FILES`) are fetched, through
+  `huggingface_hub.snapshot_download` into its own cache, so `HF_HOME`, `HF_HUB_OFFLINE`,
+  `HF_TOKEN` and revision pins behave as they do for every Hugging Face library; a repo
+  whose config.json names another `model_type` than "bert" is refused before its weights
+  are fetched. huggingface_hub is imported only when an `hf://` name is resolved.
+- Google: the release's zip (`GOOGLE_RELEASES`, the links of google-research/bert's
+  README) is fetched from `google_base_url()` into `cache_directory()/google/NAME/`,
+  checked against its Content-Length (and a SHA-256 where the table has one), and
+  extracted; the zip and the extraction go to hidden temporaries in the cache folder
+  and the directory is renamed into place, so an interrupted or failed download leaves
+  nothing behind.
+
+Without a network and without a cached copy, both raise `CheckpointUnavailableError`
+(a user's mistake for the command: exit 2) in one line that names the checkpoint and
+how to work offline. This module imports no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import hashlib
+import http.client
+import json
+import os
+import re
+import shutil
+import urllib.error
+import urllib.request
+import zipfile
+from typing import NamedTuple
+
+from keras_bert.core import fileio
+from keras_bert.core.errors import (
+    ArgumentError,
+    CheckpointError,
+    DataError,
+    InputNotFoundError,
+)
+from keras_bert.text.vocab import VOCAB_FILE
+
+HF_SCHEME = "hf://"
+# The files of checkpoints.huggingface (HF_CONFIG, HF_WEIGHTS) and checkpoints.google
+# (GOOGLE_CONFIG), spelled here so that this module imports no TensorFlow; a test checks
+# they agree.
+HF_CONFIG = "config.json"
+HF_WEIGHTS = "model.safetensors"
+GOOGLE_CONFIG = "bert_config.json"
+# What is fetched of a Hugging Face repo: the config, the weights keras_bert reads (no
+# torch, so no pytorch_model.bin), the vocab and the casing (`checkpoint_lower_case`).
+HF_FILES = (HF_CONFIG, HF_WEIGHTS, VOCAB_FILE, "tokenizer_config.json",
+            "special_tokens_map.json")
+# The model_type of the architectures the Hugging Face reader takes (BertConfig.from_hf_dict).
+HF_MODEL_TYPES = ("bert",)
+
+CACHE_ENV = "KERAS_BERT_CACHE"
+GOOGLE_BASE_URL_ENV = "KERAS_BERT_GOOGLE_BASE_URL"
+GOOGLE_BASE_URL = "https://storage.googleapis.com/bert_models"
+DOWNLOAD_TIMEOUT_S = 60
+_CHUNK = 1 << 20
+
+
+class GoogleRelease(NamedTuple):
+    """A released checkpoint: its zip's path under `google_base_url()` and, where known,
+    the zip's SHA-256 (hex)."""
+
+    path: str
+    sha256: str | None = None
+
+
+def _google_releases() -> dict[str, GoogleRelease]:
+    """google-research/bert's README (master, 2020-03-11): the 24 small BERTs of
+    2020-02-20 (Turc et al., 2019), then the original releases, whose BERT-Base
+    (2018-10-18) keeps the name `uncased_L-12_H-768_A-12` (the 2020 table's 12/768 is a
+    re-training "included for completeness")."""
+    releases = {}
+    for layers in (2, 4, 6, 8, 10, 12):
+        for hidden in (128, 256, 512, 768):
+            name = f"uncased_L-{layers}_H-{hidden}_A-{hidden // 64}"
+            releases[name] = GoogleRelease(f"2020_02_20/{name}.zip")
+    for date, names in (
+            ("2018_10_18", ("uncased_L-12_H-768_A-12", "uncased_L-24_H-1024_A-16",
+                            "cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16")),
+            ("2018_11_03", ("multilingual_L-12_H-768_A-12", "chinese_L-12_H-768_A-12")),
+            ("2018_11_23", ("multi_cased_L-12_H-768_A-12",)),
+            ("2019_05_30", ("wwm_uncased_L-24_H-1024_A-16", "wwm_cased_L-24_H-1024_A-16"))):
+        releases.update({name: GoogleRelease(f"{date}/{name}.zip") for name in names})
+    return releases
+
+
+# Release name -> its zip. multilingual_L-12_H-768_A-12 is deprecated by Google (use
+# multi_cased_L-12_H-768_A-12).
+GOOGLE_RELEASES: dict[str, GoogleRelease] = _google_releases()
+
+
+class CheckpointUnavailableError(InputNotFoundError):
+    """A checkpoint named by `hf://...` or a Google release name is not in the cache and
+    cannot be downloaded now (no network, offline mode, a download cut short); the
+    message names it and how to work offline. An `InputNotFoundError`: exit 2."""
+
+
+def is_checkpoint_name(path: str | os.PathLike) -> bool:
+    """Whether `resolve_checkpoint_name` would download or look up `path` in a cache
+    rather than pass it through: an `hf://` name, or a Google release name (alone or
+    followed by a file in it) that is no existing local path.
+
+    Example:
+
+    >>> is_checkpoint_name("hf://google-bert/bert-base-uncased")
+    True
+    >>> is_checkpoint_name("uncased_L-2_H-128_A-2"), is_checkpoint_name("/models/bert")
+    (True, False)
+    >>> is_checkpoint_name("cased_L-12_H-768_A-12/bert_model.ckpt")
+    True
+    """
+    text = os.fspath(path)
+    if text.startswith(HF_SCHEME):
+        return True
+    if fileio.is_remote(text) or os.path.exists(text):
+        return False
+    return text.partition("/")[0] in GOOGLE_RELEASES
+
+
+def resolve_checkpoint_name(path: str | os.PathLike, progress: bool = True) -> str:
+    """A local path for a checkpoint given by path or by name.
+
+    - `hf://ORG/NAME[@REVISION]`: the Hugging Face repo's snapshot directory in
+      huggingface_hub's cache (downloaded once; see the module docstring);
+    - a Google release name (`GOOGLE_RELEASES`), optionally followed by a file in it
+      (`uncased_L-12_H-768_A-12/bert_model.ckpt`): its directory in
+      `cache_directory()/google/`, downloaded once with a progress bar (`progress`);
+    - anything else (a local path, `gs://...`) unchanged; a bare name close to a release
+      name that is no local path raises `InputNotFoundError` with the likely names.
+
+    Raises `CheckpointUnavailableError` (no network and no cached copy),
+    `CheckpointError` (a repo that is no BERT, a broken download) or `ArgumentError`
+    (a malformed `hf://` name).
+
+    Example:
+
+    >>> resolve_checkpoint_name("/models/my_bert")
+    '/models/my_bert'
+    >>> resolve_checkpoint_name("hf://sentence-transformers/all-MiniLM-L6-v2")  # doctest: +SKIP
+    '/home/me/.cache/huggingface/hub/models--sentence-transformers--all-MiniLM-L6-v2/snapshots/c9745ed1d9f207416be6d2e6f8de32d1f16199bf'
+    >>> resolve_checkpoint_name("uncased_L-2_H-128_A-2")  # doctest: +SKIP
+    '/home/me/.cache/keras_bert/google/uncased_L-2_H-128_A-2'
+    """
+    text = os.fspath(path)
+    if text.startswith(HF_SCHEME):
+        return _resolve_hf(text)
+    if not is_checkpoint_name(text):
+        _refuse_near_miss(text)
+        return text
+    name, _, rest = text.partition("/")
+    directory = _resolve_google(name, progress)
+    return os.path.join(directory, rest) if rest else directory
+
+
+def _refuse_near_miss(text: str) -> None:
+    """Raises `InputNotFoundError` for a bare name that is no local path but close to a
+    release name (a typo of one); returns for anything else."""
+    if "/" in text or os.sep in text or os.path.exists(text) or fileio.is_remote(text):
+        return
+    close = difflib.get_close_matches(text, GOOGLE_RELEASES, n=3, cutoff=0.85)
+    if close:
+        raise InputNotFoundError(
+            f"No checkpoint at {text!r}: it is no local path and no Google BERT release "
+            f"name; did you mean {' or '.join(map(repr, close))}?")
+
+
+def cache_directory() -> str:
+    """keras_bert's download cache: `$KERAS_BERT_CACHE`, else `$XDG_CACHE_HOME/keras_bert`,
+    else `~/.cache/keras_bert`. Google's releases go to its `google/` folder.
+
+    Example:
+
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {CACHE_ENV: "/data/cache"}):
+    ...     cache_directory()
+    '/data/cache'
+    """
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return os.path.abspath(os.path.expanduser(configured))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
+    return os.path.abspath(os.path.join(os.path.expanduser(base), "keras_bert"))
+
+
+def google_base_url() -> str:
+    """Where Google's release zips are fetched from: `$KERAS_BERT_GOOGLE_BASE_URL`, else
+    `GOOGLE_BASE_URL` (a mirror, or a local server in tests, takes the same paths)."""
+    return (os.environ.get(GOOGLE_BASE_URL_ENV) or GOOGLE_BASE_URL).rstrip("/")
+
+
+def google_url(name: str) -> str:
+    """The download URL of a Google release name.
+
+    Example:
+
+    >>> google_url("uncased_L-12_H-768_A-12")
+    'https://storage.googleapis.com/bert_models/2018_10_18/uncased_L-12_H-768_A-12.zip'
+    >>> google_url("uncased_L-4_H-256_A-4")
+    'https://storage.googleapis.com/bert_models/2020_02_20/uncased_L-4_H-256_A-4.zip'
+    """
+    return f"{google_base_url()}/{GOOGLE_RELEASES[name].path}"
+
+
+# --- Hugging Face -------------------------------------------------------------------------
+
+_REPO_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def parse_hf_name(name: str) -> tuple[str, str | None]:
+    """(repo id, revision or None) of `hf://ORG/NAME[@REVISION]`; `ArgumentError` for a
+    malformed one. A revision is a branch, a tag, a commit hash or `refs/pr/N`.
+
+    Example:
+
+    >>> parse_hf_name("hf://google-bert/bert-base-uncased@v1.0")
+    ('google-bert/bert-base-uncased', 'v1.0')
+    >>> parse_hf_name("hf://bert-base-uncased")
+    ('bert-base-uncased', None)
+    >>> parse_hf_name("hf://a/b/c")
+    Traceback (most recent call last):
+    ...
+    keras_bert.core.errors.ArgumentError: 'hf://a/b/c' is no Hugging Face model name; ...
+    """
+    repo_id, at, revision = name[len(HF_SCHEME):].partition("@")
+    parts = repo_id.split("/")
+    if (not name.startswith(HF_SCHEME) or len(parts) > 2 or (at and not revision)
+            or not all(_REPO_PART.fullmatch(p) for p in parts)):
+        raise ArgumentError(f"{name!r} is no Hugging Face model name; write "
+                            "hf://ORG/NAME or hf://ORG/NAME@REVISION (a branch, tag or "
+                            "commit), e.g. hf://google-bert/bert-base-uncased.",
+                            field="checkpoint")
+    return repo_id, revision or None
+
+
+def _resolve_hf(name: str) -> str:
+    """The snapshot directory of an `hf://` name, its config checked before its weights
+    are fetched (both from the same commit)."""
+    repo_id, revision = parse_hf_name(name)
+    with _hf_errors(name):
+        config_only = _hf_snapshot(repo_id, revision, [HF_CONFIG])
+        _check_bert_config(name, os.path.join(config_only, HF_CONFIG))
+        commit = os.path.basename(os.path.normpath(config_only))
+        directory = _hf_snapshot(repo_id, commit, list(HF_FILES))
+    if not os.path.isfile(os.path.join(directory, HF_WEIGHTS)):
+        raise CheckpointError(
+            f"{name} has no {HF_WEIGHTS}, the only weights file keras_bert reads (no "
+            "torch); pick a revision that has one (the Hub's safetensors conversion is "
+            "often an open pull request: @refs/pr/N), or convert its weights.")
+    return directory
+
+
+def _hf_snapshot(repo_id: str, revision: str | None, patterns: list[str]) -> str:
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(repo_id, revision=revision, allow_patterns=patterns)
+
+
+def _check_bert_config(name: str, config_path: str) -> None:
+    """Refuses a repo whose config.json is missing or describes no BERT."""
+    if not os.path.isfile(config_path):
+        raise CheckpointError(f"{name} has no {HF_CONFIG}: it is no Hugging Face "
+                              "transformers model.")
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise DataError(f"{name}'s {HF_CONFIG} is not valid JSON: {e}",
+                        path=config_path) from None
+    model_type = config.get("model_type", "bert") if isinstance(config, dict) else None
+    if model_type not in HF_MODEL_TYPES:
+        raise CheckpointError(
+            f"{name} is a {model_type!r} model (its {HF_CONFIG}'s model_type), not BERT: "
+            f"keras_bert reads model_type {' or '.join(map(repr, HF_MODEL_TYPES))} only.")
+
+
+@contextlib.contextmanager
+def _hf_errors(name: str):
+    """huggingface_hub's errors as keras_bert's, in one line naming the repo."""
+    from huggingface_hub import constants
+    from huggingface_hub.utils import (
+        HFValidationError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    try:
+        yield
+    except RevisionNotFoundError:
+        raise InputNotFoundError(f"{name}: the Hugging Face repo has no such revision "
+                                 "(branch, tag or commit).") from None
+    except RepositoryNotFoundError:
+        raise InputNotFoundError(
+            f"{name}: no such Hugging Face repo, or it is private or gated (log in with "
+            "`hf auth login` or set HF_TOKEN).") from None
+    except HFValidationError as e:
+        raise ArgumentError(f"{name}: {e}", field="checkpoint") from None
+    except (LocalEntryNotFoundError, OfflineModeIsEnabled, ConnectionError,
+            TimeoutError) as e:
+        raise _hf_unavailable(name, constants, e) from None
+    except Exception as e:  # the HTTP client's own transport errors (httpx, requests)
+        if type(e).__module__.split(".")[0] not in ("httpx", "httpx2", "requests", "urllib3"):
+            raise
+        raise _hf_unavailable(name, constants, e) from None
+
+
+def _hf_unavailable(name: str, constants, error: BaseException) -> CheckpointUnavailableError:
+    if constants.HF_HUB_OFFLINE:
+        why = "HF_HUB_OFFLINE is set"
+    elif "incomplete" in type(error).__name__.lower():
+        why = "its cached copy is incomplete and the Hub cannot be reached"
+    else:
+        why = f"the Hub cannot be reached ({type(error.__cause__ or error).__name__})"
+    return CheckpointUnavailableError(
+        f"{name} is not in the Hugging Face cache {constants.HF_HUB_CACHE} and {why}; to "
+        "work offline, download it once with a network (the same command), set HF_HOME "
+        "to a cache that holds it, or pass a local directory with its config.json and "
+        f"{HF_WEIGHTS}.")
+
+
+# --- Google's releases --------------------------------------------------------------------
+
+def _resolve_google(name: str, progress: bool) -> str:
+    """`cache_directory()/google/NAME`, downloaded and extracted first if absent."""
+    folder = os.path.join(cache_directory(), "google")
+    target = os.path.join(folder, name)
+    if os.path.isdir(target):
+        return target
+    fileio.check_writable(folder, kind="directory", what="the keras_bert cache")
+    os.makedirs(folder, exist_ok=True)
+    url = google_url(name)
+    archive = fileio.temporary_path(target + ".zip")
+    staging = fileio.temporary_path(target)
+    try:
+        _download(name, url, archive, progress)
+        _extract(name, url, archive, staging)
+        _install(_release_root(name, url, staging), target)
+    finally:  # also on KeyboardInterrupt: no temporary survives
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(archive)
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _google_unavailable(name: str, url: str, why: str) -> CheckpointUnavailableError:
+    folder = os.path.join(cache_directory(), "google")
+    return CheckpointUnavailableError(
+        f"Google's BERT release {name!r} is not in the keras_bert cache {folder} and "
+        f"could not be downloaded from {url} ({why}); to work offline, download that zip "
+        f"by hand, unzip it and pass its directory, or set {CACHE_ENV} to a cache that "
+        f"holds google/{name}/.")
+
+
+def _download(name: str, url: str, archive: str, progress: bool) -> None:
+    """Fetches `url` into the file `archive`; checks its size against Content-Length and
+    its SHA-256 against `GOOGLE_RELEASES` where the table has one."""
+    request = urllib.request.Request(url, headers={"User-Agent": "keras_bert"})
+    try:
+        with urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S) as response, \
+                open(archive, "wb") as out:
+            length = response.headers.get("Content-Length")
+            total = int(length) if length and length.isdigit() else None
+            size, digest = _copy_response(response, out, total, name, progress)
+    except urllib.error.HTTPError as e:
+        raise _google_unavailable(name, url, f"the server answered HTTP {e.code}") from None
+    except (OSError, http.client.HTTPException) as e:
+        reason = getattr(e, "reason", None) or e
+        raise _google_unavailable(name, url, f"{type(e).__name__}: {reason}") from None
+    if total is not None and size != total:
+        raise _google_unavailable(
+            name, url, f"the download stopped after {size} of {total} bytes")
+    expected = GOOGLE_RELEASES[name].sha256
+    if expected and digest != expected:
+        raise CheckpointError(f"the download of {name} from {url} has SHA-256 {digest}, "
+                              f"not the release's {expected}; it was not kept.")
+
+
+def _copy_response(response, out, total: int | None, name: str, progress: bool
+                   ) -> tuple[int, str]:
+    """Copies a response's body to `out` under a progress bar; (bytes, hex SHA-256)."""
+    from tqdm import tqdm
+
+    digest, size = hashlib.sha256(), 0
+    with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
+              desc=f"downloading {name}", disable=not progress) as bar:
+        while chunk := response.read(_CHUNK):
+            out.write(chunk)
+            digest.update(chunk)
+            size += len(chunk)
+            bar.update(len(chunk))
+    return size, digest.hexdigest()
+
+
+def _extract(name: str, url: str, archive: str, staging: str) -> None:
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            zipped.extractall(staging)
+    except zipfile.BadZipFile as e:
+        raise CheckpointError(f"the download of {name} from {url} is no zip archive "
+                              f"({e}); it was not kept.") from None
+
+
+def _release_root(name: str, url: str, staging: str) -> str:
+    """The folder of an extracted release that holds its bert_config.json: the zip's top
+    (the 2020 small BERTs) or its one folder (`NAME/`, the 2018 and 2019 releases)."""
+    if os.path.isfile(os.path.join(staging, GOOGLE_CONFIG)):
+        return staging
+    found = [os.path.join(staging, n) for n in sorted(os.listdir(staging))
+             if os.path.isfile(os.path.join(staging, n, GOOGLE_CONFIG))]
+    if len(found) != 1:
+        raise CheckpointError(f"the zip of {name} from {url} holds no single folder with "
+                              f"a {GOOGLE_CONFIG}; it was not kept.")
+    return found[0]
+
+
+def _install(root: str, target: str) -> None:
+    """Renames the extracted release into place; one that another process put there
+    first is kept (it is the same release)."""
+    try:
+        os.rename(root, target)
+    except OSError:
+        if not os.path.isdir(target):
+            raise

@@ -1,0 +1,316 @@
+"""Checkpoints by name (keras_bert.checkpoints.remote), never over the internet: a
+Hugging Face cache laid out by hand under HF_HOME (the hub cache's
+models--ORG--NAME/{refs,snapshots} layout), and Google's release zips served by a local
+HTTP server that KERAS_BERT_GOOGLE_BASE_URL points at."""
+
+import hashlib
+import http.server
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import zipfile
+
+import pytest
+from conftest import REPO, minilm_path
+
+from keras_bert.checkpoints import remote
+from keras_bert.core.errors import (
+    ArgumentError,
+    CheckpointError,
+    InputNotFoundError,
+    UserInputError,
+)
+
+MINILM = "hf://sentence-transformers/all-MiniLM-L6-v2"
+MAIN_COMMIT = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf"
+OLD_COMMIT = "7dbbc90392e2f80f3d3c277d6e90027e55de9125"
+SMALL = "uncased_L-2_H-128_A-2"  # a 2020 release: its zip holds the files at the top
+BASE = "cased_L-12_H-768_A-12"  # a 2018 release: its zip holds one folder, NAME/
+
+
+# --- Hugging Face ---------------------------------------------------------------------
+
+@pytest.fixture
+def hf_cache(tmp_path, monkeypatch):
+    """An empty hub cache under HF_HOME with HF_HUB_OFFLINE=1, set both in the
+    environment and in huggingface_hub's constants (read once, at its import)."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    home = tmp_path / "hf"
+    hub = home / "hub"
+    hub.mkdir(parents=True)
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HOME", str(home))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return hub
+
+
+def _cache_repo(hub, repo_id: str, commit: str, files: dict, main: bool = True) -> str:
+    """Lays out one snapshot of a repo as huggingface_hub caches it (files copied in
+    place of its blob links); `files` maps names to a source path or to bytes."""
+    repo = hub / ("models--" + repo_id.replace("/", "--"))
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    for name, source in files.items():
+        if isinstance(source, bytes):
+            (snapshot / name).write_bytes(source)
+        else:
+            shutil.copyfile(source, snapshot / name)
+    if main:
+        (repo / "refs").mkdir(exist_ok=True)
+        (repo / "refs" / "main").write_text(commit)
+    return str(snapshot)
+
+
+def _minilm_files() -> dict:
+    model = minilm_path()
+    return {n: os.path.join(model, n) for n in sorted(os.listdir(model))
+            if os.path.isfile(os.path.join(model, n))}
+
+
+def test_hf_name_resolves_to_the_cached_snapshot_with_the_packages_files(hf_cache):
+    files = _minilm_files()
+    snapshot = _cache_repo(hf_cache, "sentence-transformers/all-MiniLM-L6-v2", MAIN_COMMIT,
+                           files)
+    directory = remote.resolve_checkpoint_name(MINILM)
+    assert os.path.samefile(directory, snapshot)
+    for name in remote.HF_FILES:
+        with open(os.path.join(directory, name), "rb") as got, open(files[name], "rb") as want:
+            assert got.read() == want.read(), name
+    from keras_bert.checkpoints import read_config
+
+    assert read_config(directory).hidden_size == 384
+
+
+def test_a_revision_pin_picks_its_snapshot(hf_cache):
+    files = _minilm_files()
+    _cache_repo(hf_cache, "sentence-transformers/all-MiniLM-L6-v2", MAIN_COMMIT, files)
+    old_config = json.loads(open(files["config.json"]).read()) | {"hidden_dropout_prob": 0.2}
+    old = _cache_repo(hf_cache, "sentence-transformers/all-MiniLM-L6-v2", OLD_COMMIT,
+                      {**files, "config.json": json.dumps(old_config).encode()}, main=False)
+    directory = remote.resolve_checkpoint_name(f"{MINILM}@{OLD_COMMIT}")
+    assert os.path.samefile(directory, old)
+    assert json.load(open(os.path.join(directory, "config.json")))["hidden_dropout_prob"] == 0.2
+
+
+def test_an_uncached_repo_offline_is_one_clear_error(hf_cache):
+    with pytest.raises(remote.CheckpointUnavailableError) as caught:
+        remote.resolve_checkpoint_name(MINILM)
+    message = str(caught.value)
+    assert "\n" not in message and isinstance(caught.value, UserInputError)
+    for part in (MINILM, "HF_HUB_OFFLINE", "HF_HOME", "local directory"):
+        assert part in message
+    assert os.listdir(hf_cache) == []  # nothing left behind
+
+
+def test_an_unreachable_hub_is_the_same_error(hf_cache, monkeypatch):
+    constants = pytest.importorskip("huggingface_hub.constants")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    with pytest.raises(remote.CheckpointUnavailableError, match="the Hub cannot be reached"):
+        remote.resolve_checkpoint_name(MINILM)
+
+
+def test_a_repo_of_another_architecture_is_refused_naming_it(hf_cache):
+    config = json.dumps({"model_type": "gpt2", "n_layer": 12}).encode()
+    _cache_repo(hf_cache, "openai-community/gpt2", MAIN_COMMIT, {"config.json": config})
+    with pytest.raises(CheckpointError, match="'gpt2' model"):
+        remote.resolve_checkpoint_name("hf://openai-community/gpt2")
+
+
+def test_a_repo_without_safetensors_is_refused(hf_cache):
+    config = open(_minilm_files()["config.json"], "rb").read()
+    _cache_repo(hf_cache, "org/torch-only", MAIN_COMMIT, {"config.json": config})
+    with pytest.raises(CheckpointError, match="has no model.safetensors"):
+        remote.resolve_checkpoint_name("hf://org/torch-only")
+
+
+@pytest.mark.parametrize("name", ["hf://", "hf://a/b/c", "hf://org/name@", "hf://org/na me"])
+def test_malformed_hf_names_are_argument_errors(name):
+    with pytest.raises(ArgumentError, match="hf://ORG/NAME"):
+        remote.resolve_checkpoint_name(name)
+
+
+# --- Google's releases -------------------------------------------------------------------
+
+class _Server(http.server.ThreadingHTTPServer):
+    """Serves `files` (URL path -> bytes); a path in `truncated` gets its full
+    Content-Length but only half its bytes."""
+
+    def __init__(self):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.files, self.truncated = {}, set()
+        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/bert_models"
+
+    def stop(self):
+        self.shutdown()
+        self.server_close()
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        body = self.server.files.get(self.path.removeprefix("/bert_models"))
+        if body is None:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body[:len(body) // 2] if self.path in self.server.truncated
+                         else body)
+
+    def log_message(self, *args):
+        pass
+
+
+def _release_zip(folder: str = "") -> bytes:
+    """A zip laid out like a Google release (dummy checkpoint files)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zipped:
+        config = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2,
+                  "intermediate_size": 512, "vocab_size": 5, "hidden_act": "gelu"}
+        zipped.writestr(folder + "bert_config.json", json.dumps(config))
+        zipped.writestr(folder + "vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
+        zipped.writestr(folder + "bert_model.ckpt.index", b"index")
+        zipped.writestr(folder + "bert_model.ckpt.data-00000-of-00001", os.urandom(4096))
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    served = _Server()
+    served.files = {"/2020_02_20/uncased_L-2_H-128_A-2.zip": _release_zip(),
+                    "/2018_10_18/cased_L-12_H-768_A-12.zip": _release_zip(BASE + "/")}
+    monkeypatch.setenv(remote.GOOGLE_BASE_URL_ENV, served.url)
+    monkeypatch.setenv(remote.CACHE_ENV, str(tmp_path / "cache"))
+    yield served
+    served.stop()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cached(tmp_path) -> list:
+    folder = tmp_path / "cache" / "google"
+    return sorted(os.listdir(folder)) if folder.is_dir() else []
+
+
+@pytest.mark.parametrize("name", [SMALL, BASE])
+def test_a_release_is_downloaded_once_then_read_from_the_cache(server, tmp_path, name):
+    directory = remote.resolve_checkpoint_name(name, progress=False)
+    assert directory == str(tmp_path / "cache" / "google" / name)
+    assert sorted(os.listdir(directory)) == [
+        "bert_config.json", "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index",
+        "vocab.txt"]
+    assert _cached(tmp_path) == [name]  # no zip, no temporary
+    server.stop()
+    assert remote.resolve_checkpoint_name(name) == directory
+    assert remote.resolve_checkpoint_name(f"{name}/bert_model.ckpt") == os.path.join(
+        directory, "bert_model.ckpt")
+
+
+def test_a_truncated_download_fails_cleanly(server, tmp_path):
+    server.truncated.add("/bert_models/2020_02_20/uncased_L-2_H-128_A-2.zip")
+    with pytest.raises(remote.CheckpointUnavailableError, match="stopped after") as caught:
+        remote.resolve_checkpoint_name(SMALL, progress=False)
+    assert "\n" not in str(caught.value)
+    assert _cached(tmp_path) == []
+
+
+def test_an_unreachable_server_without_a_cache_is_one_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv(remote.GOOGLE_BASE_URL_ENV, f"http://127.0.0.1:{_closed_port()}")
+    monkeypatch.setenv(remote.CACHE_ENV, str(tmp_path / "cache"))
+    with pytest.raises(remote.CheckpointUnavailableError) as caught:
+        remote.resolve_checkpoint_name(SMALL, progress=False)
+    message = str(caught.value)
+    assert "\n" not in message and isinstance(caught.value, InputNotFoundError)
+    for part in (SMALL, "download that zip by hand", remote.CACHE_ENV):
+        assert part in message
+    assert _cached(tmp_path) == []
+
+
+def test_an_interrupted_download_leaves_nothing(server, tmp_path, monkeypatch):
+    def interrupted(name, url, archive, staging):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(remote, "_extract", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        remote.resolve_checkpoint_name(SMALL, progress=False)
+    assert _cached(tmp_path) == []
+
+
+def test_a_checksum_mismatch_is_refused_and_a_match_kept(server, tmp_path, monkeypatch):
+    body = server.files["/2020_02_20/uncased_L-2_H-128_A-2.zip"]
+    path = remote.GOOGLE_RELEASES[SMALL].path
+    monkeypatch.setitem(remote.GOOGLE_RELEASES, SMALL, remote.GoogleRelease(path, "0" * 64))
+    with pytest.raises(CheckpointError, match="SHA-256"):
+        remote.resolve_checkpoint_name(SMALL, progress=False)
+    assert _cached(tmp_path) == []
+    digest = hashlib.sha256(body).hexdigest()
+    monkeypatch.setitem(remote.GOOGLE_RELEASES, SMALL, remote.GoogleRelease(path, digest))
+    assert os.path.isdir(remote.resolve_checkpoint_name(SMALL, progress=False))
+
+
+def test_a_download_that_is_no_zip_is_refused(server, tmp_path):
+    server.files["/2020_02_20/uncased_L-2_H-128_A-2.zip"] = b"<html>moved</html>"
+    with pytest.raises(CheckpointError, match="no zip archive"):
+        remote.resolve_checkpoint_name(SMALL, progress=False)
+    assert _cached(tmp_path) == []
+
+
+# --- names and paths ---------------------------------------------------------------------
+
+def test_local_paths_pass_through_and_win_over_release_names(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / SMALL).mkdir()
+    for path in (SMALL, str(tmp_path), "no/such/dir", "gs://bucket/bert"):
+        assert remote.resolve_checkpoint_name(path) == path
+    assert not remote.is_checkpoint_name(SMALL)
+
+
+def test_a_near_miss_of_a_release_name_suggests_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputNotFoundError, match="did you mean 'uncased_L-12_H-768_A-12'"):
+        remote.resolve_checkpoint_name("uncased_L-12_H-768_A-12.zip")
+
+
+def test_the_release_table_follows_google_research_bert():
+    assert len(remote.GOOGLE_RELEASES) == 32  # 24 small BERTs + 9 releases, one shared
+    assert remote.google_url("wwm_cased_L-24_H-1024_A-16").endswith(
+        "/2019_05_30/wwm_cased_L-24_H-1024_A-16.zip")
+    assert remote.GOOGLE_RELEASES["uncased_L-12_H-768_A-12"].path.startswith("2018_10_18/")
+
+
+def test_file_names_agree_with_the_readers():
+    from keras_bert.checkpoints.google import GOOGLE_CONFIG
+    from keras_bert.checkpoints.huggingface import HF_CONFIG, HF_WEIGHTS
+
+    assert (remote.HF_CONFIG, remote.HF_WEIGHTS, remote.GOOGLE_CONFIG) == (
+        HF_CONFIG, HF_WEIGHTS, GOOGLE_CONFIG)
+
+
+def test_the_module_imports_neither_tensorflow_nor_huggingface_hub():
+    """Loaded on its own (not through keras_bert.checkpoints, whose readers need
+    TensorFlow), the module pulls in neither."""
+    probe = ("import importlib.util, sys\n"
+             "spec = importlib.util.spec_from_file_location('remote', sys.argv[1])\n"
+             "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+             "print(sorted({'tensorflow', 'huggingface_hub'} & set(sys.modules)))\n")
+    path = os.path.join(REPO, "keras_bert", "checkpoints", "remote.py")
+    out = subprocess.run([sys.executable, "-c", probe, path], capture_output=True,
+                         text=True, check=True, cwd=REPO).stdout
+    assert out.strip() == "[]"
