@@ -20,10 +20,12 @@ CORE = [
 EXTRAS = {
     # Test runner and linters; everything the default test suite needs (the export
     # tests read TF Serving warmup protos and load exports with hub.KerasLayer; the
-    # plotting tests draw with matplotlib; pytest-xdist runs the suite on two workers).
+    # plotting tests draw with matplotlib; pytest-xdist runs the suite on two workers;
+    # the LiteRT tests run ai-edge-litert's interpreter beside TensorFlow's; keras-hub is
+    # the reference for its presets, huggingface_hub reads hf:// names from its cache).
     "test": ["pytest", "pytest-xdist", "ruff", "tensorflow-serving-api>=2.20,<2.22", "tensorflow-hub>=0.16.1",
              "tf-keras>=2.20,<2.22", "matplotlib", "tf2onnx~=1.17", "onnxruntime>=1.20",
-             "ai-edge-litert"],
+             "ai-edge-litert", "keras-hub", "huggingface_hub"],
     # SavedModel export: TF Serving warmup requests (PredictionLog protos).
     "export": ["tensorflow-serving-api>=2.20,<2.22"],
     # ONNX export of the ids signature (`keras-bert export --format onnx`) and ONNX
@@ -41,7 +43,7 @@ EXTRAS = {
     # TF2 reference implementation: interop and parity tests.
     "official": ["tf-models-official~=2.20.0"],
     # Hugging Face datasets/tokenizers for optional comparisons (no torch).
-    "hf": ["tokenizers"],
+    "hf": ["tokenizers", "huggingface_hub"],
     # Peers measured side by side in benchmarks/.
     "bench": ["keras-hub", "tokenizers", "psutil"],
     # tensorflow-datasets imports importlib_resources to prepare datasets but does not

@@ -19,7 +19,7 @@ from conftest import REPO
 from keras_bert.pipelines import demo_corpus
 from keras_bert.tasks.glue.library import LibraryTask
 
-SMALL = ["--num_train_steps", "250", "--train_batch_size", "32", "--max_corpus_mb", "0.6",
+SMALL = ["--num_train_steps", "400", "--train_batch_size", "32", "--max_corpus_mb", "0.6",
          "--vocab_size", "1500", "--task_examples_per_class", "150",
          "--finetune_epochs", "3"]
 
@@ -114,7 +114,7 @@ def test_demo_end_to_end(tmp_path):
     stages = [e["stage"] for e in events if e["event"] == "progress" and "number" in e]
     assert stages == ["corpus", "vocab", "data", "pretrain", "heldout", "finetune",
                       "export", "pictures"]
-    assert any(e.get("stage") == "pretrain" and e.get("step") == 250 for e in events)
+    assert any(e.get("stage") == "pretrain" and e.get("step") == int(SMALL[1]) for e in events)
     assert events[-1]["event"] == "result" and events[-1]["exit_code"] == 0
     # The human-readable report went to stderr.
     assert "masked-LM acc" in proc.stderr and "serve_text(" in proc.stderr
