@@ -241,6 +241,7 @@ def test_an_unreachable_server_without_a_cache_is_one_clear_error(tmp_path, monk
     for part in (SMALL, "download that zip by hand", remote.CACHE_ENV):
         assert part in message
     assert _cached(tmp_path) == []
+    assert not (tmp_path / "cache").exists()  # nor the cache directories it would have made
 
 
 def test_an_interrupted_download_leaves_nothing(server, tmp_path, monkeypatch):

@@ -340,18 +340,25 @@ def _resolve_google(name: str, progress: bool) -> str:
     if os.path.isdir(target):
         return target
     fileio.check_writable(folder, kind="directory", what="the keras_bert cache")
+    created = [d for d in (folder, cache_directory()) if not os.path.isdir(d)]
     os.makedirs(folder, exist_ok=True)
     url = google_url(name)
     archive = fileio.temporary_path(target + ".zip")
     staging = fileio.temporary_path(target)
     try:
-        _download(name, url, archive, progress)
-        _extract(name, url, archive, staging)
-        _install(_release_root(name, url, staging), target)
-    finally:  # also on KeyboardInterrupt: no temporary survives
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(archive)
-        shutil.rmtree(staging, ignore_errors=True)
+        try:
+            _download(name, url, archive, progress)
+            _extract(name, url, archive, staging)
+            _install(_release_root(name, url, staging), target)
+        finally:  # also on KeyboardInterrupt: no temporary survives
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(archive)
+            shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:  # the cache directories this call made go too, if empty
+        for directory in created:
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
+        raise
     return target
 
 
