@@ -322,3 +322,10 @@ def test_export_serves_a_keras_hub_classifier_preset_on_raw_text(hub_classifier_
     np.testing.assert_allclose(served["logits"].numpy(), expected, atol=1e-4, rtol=0)
     assert [x.decode() for x in served["label"].numpy()] == [
         str(i) for i in np.argmax(expected, axis=-1)]
+    # And in LiteRT, the tokenizer in the graph too.
+    from keras_bert.export import LiteRTModel
+
+    assert main(["export", "--checkpoint", directory, "--output_dir", str(tmp_path),
+                 "--name", "hub_lite", "--format", "litert", "--quiet"]) == 0
+    lite = LiteRTModel(tmp_path / "hub_lite" / "1").serve_text(text=sentences)
+    np.testing.assert_allclose(lite["logits"], expected, atol=1e-4, rtol=0)
