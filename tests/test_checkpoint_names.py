@@ -15,6 +15,7 @@ import sys
 import threading
 import zipfile
 
+import numpy as np
 import pytest
 from conftest import REPO, minilm_path
 
@@ -83,9 +84,14 @@ def test_hf_name_resolves_to_the_cached_snapshot_with_the_packages_files(hf_cach
     for name in remote.HF_FILES:
         with open(os.path.join(directory, name), "rb") as got, open(files[name], "rb") as want:
             assert got.read() == want.read(), name
-    from keras_bert.checkpoints import read_config
+    from keras_bert.checkpoints import load_encoder, read_config
 
     assert read_config(directory).hidden_size == 384
+    # load_encoder by name is the encoder of the local directory, weight for weight.
+    by_name, local = load_encoder(MINILM), load_encoder(minilm_path())
+    assert by_name.config == local.config
+    for a, b in zip(by_name.weights, local.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
 def test_a_revision_pin_picks_its_snapshot(hf_cache):
@@ -315,3 +321,22 @@ def test_the_module_imports_neither_tensorflow_nor_huggingface_hub():
     out = subprocess.run([sys.executable, "-c", probe, path], capture_output=True,
                          text=True, check=True, cwd=REPO).stdout
     assert out.strip() == "[]"
+
+
+def test_encode_by_name_offline_without_a_copy_exits_2_with_one_line(tmp_path):
+    """The command as a user runs it, in a fresh process: HF_HUB_OFFLINE=1 and an empty
+    HF_HOME give exit 2 and one line naming the repo, no traceback, nothing written."""
+    import subprocess
+    import sys
+
+    home = tmp_path / "hf"
+    env = {**os.environ, "HF_HOME": str(home), "HF_HUB_OFFLINE": "1",
+           "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": REPO}
+    proc = subprocess.run([sys.executable, "-m", "keras_bert", "encode", "--model", MINILM,
+                           "a sentence"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "sentence-transformers/all-MiniLM-L6-v2" in lines[0] and "offline" in lines[0]
+    assert not home.exists() or not any(home.rglob("*.safetensors"))
