@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     gc.disable()
     try:
         with sigterm_stops(), native_logs_hidden("--debug" not in argv):
-            import keras  # noqa: F401
+            import keras
             import tensorflow  # noqa: F401
     except Terminated:
         print(f"{args._prog}: terminated by SIGTERM", file=sys.stderr)
@@ -130,6 +130,13 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if collecting:
             gc.enable()
+    backend = keras.backend.backend()
+    if backend != "tensorflow":  # the commands train, read data and export through TF
+        print(f"{args._prog}: error: the keras-bert commands run Keras on the TensorFlow "
+              f"backend, and KERAS_BACKEND is {backend!r}; unset it or set "
+              "KERAS_BACKEND=tensorflow (under JAX or PyTorch, use the library's model: "
+              "keras_bert.load_encoder, keras_bert.model).", file=sys.stderr)
+        return flags.EXIT_USAGE
     return flags.run_command(args._prog, args._run, args)
 
 

@@ -312,3 +312,18 @@ def test_accelerator_benchmark_smoke_runs_on_jax_without_tensorflow():
     assert ours[0]["device"] == "cpu" and ours[0]["mfu"] is None
     assert not [r for r in rows if "error" in r], rows
     assert [r["seq_per_s"] for r in rows if "anchor" in r] == [485.6, 96.5]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax")
+def test_commands_on_another_backend_stop_with_one_line(tmp_path):
+    """The commands train, read data and export through TensorFlow: under
+    KERAS_BACKEND=jax they stop before any work, exit 2, with one line saying so."""
+    env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "2",
+           "PYTHONPATH": REPO}
+    proc = subprocess.run([sys.executable, "-m", "keras_bert", "encode", "--model",
+                           minilm_path(), "a sentence"], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "KERAS_BACKEND is 'jax'" in lines[0], proc.stderr[-2000:]
+    assert proc.stdout == ""
