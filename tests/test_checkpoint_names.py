@@ -340,3 +340,16 @@ def test_encode_by_name_offline_without_a_copy_exits_2_with_one_line(tmp_path):
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert "sentence-transformers/all-MiniLM-L6-v2" in lines[0] and "offline" in lines[0]
     assert not home.exists() or not any(home.rglob("*.safetensors"))
+
+
+def test_a_name_is_resolved_once_a_process(hf_cache, monkeypatch):
+    """A command reads a checkpoint's config, vocab, casing and weights: the Hub is asked
+    for a name once, not at each of them."""
+    _cache_repo(hf_cache, "sentence-transformers/all-MiniLM-L6-v2", MAIN_COMMIT,
+                _minilm_files())
+    calls = []
+    fetch = remote._hf_snapshot
+    monkeypatch.setattr(remote, "_hf_snapshot", lambda *a: calls.append(a) or fetch(*a))
+    first = remote.resolve_checkpoint_name(MINILM)
+    assert remote.resolve_checkpoint_name(MINILM) == first
+    assert len(calls) == 2  # the config, then the files: the first time only

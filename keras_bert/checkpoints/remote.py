@@ -244,9 +244,30 @@ def parse_hf_name(name: str) -> tuple[str, str | None]:
     return repo_id, revision or None
 
 
+# hf:// name, hub cache, offline -> its snapshot directory, resolved in this process: a
+# command reads a checkpoint's config, vocab, casing and weights, each through this
+# module, and online each resolution would ask the Hub again.
+_HF_RESOLVED: dict[tuple, str] = {}
+
+
 def _resolve_hf(name: str) -> str:
-    """The snapshot directory of an `hf://` name, its config checked before its weights
-    are fetched (both from the same commit)."""
+    """The snapshot directory of an `hf://` name (once a process for each hub cache),
+    its config checked before its weights are fetched (both from the same commit)."""
+    parse_hf_name(name)  # a malformed name is refused first, with or without the hub
+    try:
+        from huggingface_hub import constants
+    except ImportError as e:
+        raise ArgumentError(f"{name} needs huggingface_hub ({e}); pip install "
+                            "huggingface_hub (or keras_bert[hf]).", field="checkpoint") from None
+    key = (name, constants.HF_HUB_CACHE, constants.HF_HUB_OFFLINE)
+    known = _HF_RESOLVED.get(key)
+    if known is not None and os.path.isdir(known):
+        return known
+    _HF_RESOLVED[key] = directory = _fetch_hf(name)
+    return directory
+
+
+def _fetch_hf(name: str) -> str:
     repo_id, revision = parse_hf_name(name)
     with _hf_errors(name):
         config_only = _hf_snapshot(repo_id, revision, [HF_CONFIG])
