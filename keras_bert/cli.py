@@ -94,6 +94,11 @@ def _unavailable(name: str, error: ImportError):
     return run
 
 
+# The commands that also run on another Keras backend (training: the data still comes
+# through tf.data); every other command needs the TensorFlow backend.
+BACKEND_COMMANDS = {"jax": ("pretrain", "finetune"), "torch": ("pretrain", "finetune")}
+
+
 def main(argv: list[str] | None = None) -> int:
     # TensorFlow's C++ start-up lines (cuInit, oneDNN; some at error level) are noise to a
     # command-line user: errors reach them as Python exceptions. `--debug` keeps them.
@@ -131,11 +136,18 @@ def main(argv: list[str] | None = None) -> int:
         if collecting:
             gc.enable()
     backend = keras.backend.backend()
-    if backend != "tensorflow":  # the commands train, read data and export through TF
-        print(f"{args._prog}: error: the keras-bert commands run Keras on the TensorFlow "
+    command = args._prog.split()[-1]
+    if backend != "tensorflow" and command not in BACKEND_COMMANDS.get(backend, ()):
+        # The other commands serve, read and export through TensorFlow models.
+        others = BACKEND_COMMANDS.get(backend)
+        print(f"{args._prog}: error: keras-bert {command} runs Keras on the TensorFlow "
               f"backend, and KERAS_BACKEND is {backend!r}; unset it or set "
-              "KERAS_BACKEND=tensorflow (under JAX or PyTorch, use the library's model: "
-              "keras_bert.load_encoder, keras_bert.model).", file=sys.stderr)
+              "KERAS_BACKEND=tensorflow (a model trained on another backend is read there "
+              "as it is)"
+              + (f"; under {backend}, keras-bert runs {' and '.join(sorted(others))}."
+                 if others else
+                 f"; under {backend}, use the library's model: keras_bert.load_encoder, "
+                 "keras_bert.model."), file=sys.stderr)
         return flags.EXIT_USAGE
     return flags.run_command(args._prog, args._run, args)
 

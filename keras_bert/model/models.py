@@ -185,8 +185,9 @@ class BertPretrainer(BertTask):
         sample_weight = {"masked_lm": features["masked_lm_weights"]}
         if self.next_sentence:
             y["next_sentence"] = features["next_sentence_labels"]
-            sample_weight["next_sentence"] = ops.ones_like(
-                ops.cast(features["next_sentence_labels"], "float32"))
+            # Float ones of the labels' [batch, 1] shape, in plain arithmetic: tf.data
+            # runs this on TF tensors whatever the Keras backend (keras.ops would not).
+            sample_weight["next_sentence"] = features["masked_lm_weights"][:, :1] * 0 + 1
         return x, y, sample_weight
 
 

@@ -15,7 +15,11 @@ grappler run fastest (`benchmarks/pretraining_throughput.py`, `benchmarks/profil
 - `self_attention`, `feed_forward`, `masked_lm_logits`: the layers' calls on those rows,
   with the softmax and GELU ops named in profiles;
 - `eager_inference`: the encoder's eager inference call as one `tf.function`;
-- `sum_over_replicas`: the cross-replica sum of a `tf.distribute` strategy.
+- `sum_over_replicas`: the cross-replica sum of a `tf.distribute` strategy;
+- `dense_gradient`, `fused_adam_update`, `clip_summed_and_apply`: the optimizer's
+  (`keras_bert.training.optimization`) embedding gradients summed before Adam, Adam as
+  TensorFlow's fused `ResourceApplyAdam` kernel, and `global_clipnorm` applied to the
+  gradient summed over a `tf.distribute` strategy's replicas.
 
 Nothing else in the model stage imports TensorFlow, and this module imports it only on
 the TensorFlow backend, so `import keras_bert.model` under JAX or PyTorch never loads it.
@@ -230,3 +234,56 @@ def sum_over_replicas(value):
     if context is None or context.num_replicas_in_sync == 1:
         return value
     return context.all_reduce(tf.distribute.ReduceOp.SUM, tf.stop_gradient(value))
+
+
+def dense_gradient(gradient):
+    """An embedding lookup's `tf.IndexedSlices` gradient summed into a dense one (other
+    gradients as they are). Its indices repeat, one slice per token; Keras's Adam
+    updates the second moment with the sum of the squared slices, not the square of
+    their sum, so a repeated row's step would not be Adam's."""
+    if isinstance(gradient, tf.IndexedSlices):
+        return tf.convert_to_tensor(gradient)
+    return gradient
+
+
+def _resource_handle(variable):
+    """The resource handle of a plain (not distributed) TF variable, else None."""
+    if isinstance(variable, keras.Variable):
+        variable = variable.value
+    if isinstance(variable, tf.distribute.DistributedValues):
+        return None
+    return getattr(variable, "handle", None)
+
+
+def fused_adam_update(optimizer, gradient, variable, learning_rate) -> bool:
+    """Adam's update of `variable` (Keras's `Adam.update_step` arithmetic) as one
+    `ResourceApplyAdam` kernel; False, doing nothing, where that does not apply:
+    `amsgrad`, or a variable or moment that is not a plain TF variable (a
+    multi-replica strategy's)."""
+    index = optimizer._get_variable_index(variable)
+    handles = [_resource_handle(x) for x in (variable, optimizer._momentums[index],
+                                             optimizer._velocities[index])]
+    if optimizer.amsgrad or any(h is None for h in handles):
+        return False
+    dtype = variable.dtype
+    step = tf.cast(optimizer.iterations + 1, dtype)
+    beta_1, beta_2 = tf.cast(optimizer.beta_1, dtype), tf.cast(optimizer.beta_2, dtype)
+    tf.raw_ops.ResourceApplyAdam(
+        var=handles[0], m=handles[1], v=handles[2], beta1_power=tf.pow(beta_1, step),
+        beta2_power=tf.pow(beta_2, step), lr=tf.cast(learning_rate, dtype),
+        beta1=beta_1, beta2=beta_2, epsilon=tf.cast(optimizer.epsilon, dtype),
+        grad=tf.cast(gradient, dtype))
+    return True
+
+
+def clip_summed_and_apply(optimizer, grads, trainable_variables, learning_rate) -> None:
+    """The TF backend optimizer's update step with `global_clipnorm` applied to the
+    gradients summed over the strategy's replicas (Keras's TF backend clips each
+    replica's gradient before the sum)."""
+    variables = [v.value if isinstance(v, keras.Variable) else v
+                 for v in trainable_variables]
+    summed = optimizer._all_reduce_sum_gradients(list(zip(grads, variables)))
+    clipped, _ = tf.clip_by_global_norm([g for g, _ in summed], optimizer.global_clipnorm)
+    tf.__internal__.distribute.interim.maybe_merge_call(
+        optimizer._distributed_tf_update_step, optimizer._distribution_strategy,
+        list(zip(clipped, variables)), learning_rate)

@@ -19,6 +19,7 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -210,7 +211,8 @@ def feature_dataset(features: Features, batch_size: int, training: bool = False,
                     epochs: int = 1, group_by_length: bool = False,
                     order: np.ndarray | None = None) -> tf.data.Dataset:
     """A tf.data pipeline over `features`, batched, each batch cut to its longest
-    sequence (dynamic padding); no Python runs per element.
+    sequence (dynamic padding; on JAX and PyTorch rounded up to `length_multiple`); no
+    Python runs per element.
 
     For training (`training=True`), the order is shuffled anew for each of `epochs`
     epochs from `seed` (the dataset then holds all epochs: pass `steps_per_epoch` to
@@ -264,10 +266,14 @@ def feature_dataset(features: Features, batch_size: int, training: bool = False,
     label_is_sequence = (with_labels and isinstance(features.labels, np.ndarray)
                          and features.labels.ndim == 2 and features.labels.shape[1] == seq_len)
 
+    multiple = length_multiple(seq_len)
+
     def gather(row):
         index = tf.boolean_mask(row, row >= 0)
         x = {k: tf.gather(v, index) for k, v in tensors.items()}
         longest = tf.reduce_max(x.pop("_length"))
+        if multiple > 1:
+            longest = tf.minimum(-(-longest // multiple) * multiple, seq_len)
         for key in sequence_keys:
             x[key] = x[key][..., :longest]
         if not with_labels:
@@ -285,6 +291,22 @@ def feature_dataset(features: Features, batch_size: int, training: bool = False,
     options.autotune.enabled = False
     dataset = tf.data.Dataset.from_tensor_slices(rows).with_options(options)
     return dataset.map(gather, num_parallel_calls=2, deterministic=True).prefetch(2)
+
+
+def length_multiple(max_seq_length: int) -> int:
+    """What `feature_dataset` rounds a batch's length up to: 1 on the TensorFlow backend,
+    whose step functions take any length in one trace; on JAX and PyTorch, where each
+    new shape is compiled anew, a quarter of `max_seq_length` (at least 16, a multiple
+    of 8), so that a run compiles its step for about four lengths.
+
+    Example:
+
+    >>> length_multiple(128) in (1, 32)
+    True
+    """
+    if keras.backend.backend() == "tensorflow":
+        return 1
+    return max(16, -(-max_seq_length // 32) * 8)
 
 
 def length_order(features: Features) -> np.ndarray:

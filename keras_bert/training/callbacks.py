@@ -32,6 +32,47 @@ logger = logging.getLogger("keras_bert")
 
 
 
+def sync_training_state(model: keras.Model) -> None:
+    """Puts the training state back into `model`'s variables. During `fit` on JAX it
+    lives in the trainer's arrays, and the variables are stale until it is synced; on
+    TensorFlow and PyTorch the variables are the state and nothing is done."""
+    sync = getattr(model, "jax_state_sync", None)
+    if sync is not None:
+        sync()
+
+
+class _VariableMirror:
+    """TF variables that mirror a Keras model's and optimizer's variables on a backend
+    other than TensorFlow, so that `tf.train.Checkpoint` writes them under the keys
+    and in the dtypes a TensorFlow-backend run writes: a random seed state is uint32
+    on JAX and int64 on TensorFlow. `pull` copies the Keras values in before a save;
+    `push` copies restored values back out."""
+
+    def __init__(self, model: keras.Model):
+        self._pairs = []
+        self.model = self._mirror(model.variables)
+        self.optimizer = self._mirror(model.optimizer.variables)
+
+    def _mirror(self, variables) -> dict:
+        mirrored = {}
+        for key, variable in by_position(variables).items():
+            dtype = "int64" if "int" in str(variable.dtype) else str(variable.dtype)
+            copy = tf.Variable(tf.zeros(variable.shape, dtype), trainable=False)
+            self._pairs.append((variable, copy))
+            mirrored[key] = copy
+        return mirrored
+
+    def pull(self) -> None:
+        for variable, copy in self._pairs:
+            copy.assign(keras.ops.convert_to_numpy(variable.value).astype(
+                copy.dtype.as_numpy_dtype))
+
+    def push(self) -> None:
+        for variable, copy in self._pairs:
+            variable.assign(copy.numpy().astype(keras.backend.standardize_dtype(
+                variable.dtype)))
+
+
 class TrainingCheckpoint(keras.callbacks.Callback):
     """Saves the whole training state every `save_steps` steps and resumes from it.
 
@@ -90,10 +131,17 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         self.save_steps = save_steps
         self.preempted = False
         self.stop_signal: str | None = None
-        self._strategy = strategy or tf.distribute.get_strategy()
-        self._checkpoint = tf.train.Checkpoint(
-            model=by_position(model.variables),
-            optimizer=by_position(model.optimizer.variables))
+        self._strategy = strategy or distribute.default_strategy()
+        self._mirror = None
+        if keras.backend.backend() == "tensorflow":
+            saved_model = by_position(model.variables)
+            saved_optimizer = by_position(model.optimizer.variables)
+        else:
+            # JAX and PyTorch variables are not TF's: TF variables mirror them, in the
+            # dtypes the TensorFlow backend has, so that the files are the same.
+            self._mirror = _VariableMirror(model)
+            saved_model, saved_optimizer = self._mirror.model, self._mirror.optimizer
+        self._checkpoint = tf.train.Checkpoint(model=saved_model, optimizer=saved_optimizer)
         self._manager = tf.train.CheckpointManager(
             self._checkpoint, directory, max_to_keep=max_to_keep,
             checkpoint_name=CHECKPOINT_PREFIX)
@@ -137,6 +185,8 @@ class TrainingCheckpoint(keras.callbacks.Callback):
                 "config, optimizer, precision or gradient accumulation? Use another "
                 "output_dir, or overwrite the run.")
         self._checkpoint.restore(path).assert_existing_objects_matched()
+        if self._mirror is not None:
+            self._mirror.push()
         step = int(path.rsplit("-", 1)[1])
         self._initial_step = self._step = self._saved_step = step
         logger.info("Restored %s: resuming at step %d.", path, step)
@@ -146,6 +196,9 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         """Writes a checkpoint of the current step (once per step)."""
         if self._step == self._saved_step and self._manager.latest_checkpoint:
             return self._manager.latest_checkpoint
+        if self._mirror is not None:
+            sync_training_state(self.model)
+            self._mirror.pull()
         path = self._write_manager.save(checkpoint_number=self._step)
         self._saved_step = self._step
         return path
@@ -279,6 +332,9 @@ class MetricsLogger(keras.callbacks.Callback):
         steps = step - self._window_start
         record = {"step": step}
         record.update({k: float(v) for k, v in sorted(self._batch_logs.items())})
+        # On JAX the optimizer's step (the rate's) and the metrics live in the trainer's
+        # state: synced first, the reset below reaches the next steps too.
+        sync_training_state(self.model)
         record["learning_rate"] = float(keras.ops.convert_to_numpy(
             self.model.optimizer.learning_rate))
         record["steps_per_second"] = steps / elapsed

@@ -6,15 +6,24 @@
 through `TPUClusterResolver`) and `auto`, which picks from what it finds. Multi-worker
 and TPU strategies configure the TF runtime, so resolve the strategy before running
 any other TF op.
+
+On the JAX and PyTorch backends tf.distribute does not apply (it places TF variables;
+the model's are the backend's): `resolve_strategy` gives a `LocalDevices` instead,
+which trains data parallel over every local device through `keras.distribution` when
+there are several (JAX), else on the one device. `auto` and `one_device` keep their
+meaning there; `mirrored`, `multi_worker`, `tpu` and a TPU address are refused with a
+message that says what to use.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import urllib.parse
 
+import keras
 import tensorflow as tf
 
 from keras_bert.core.errors import ArgumentError
@@ -92,8 +101,91 @@ def _tpu_strategy(tpu: str | None) -> tf.distribute.TPUStrategy:
     return tf.distribute.TPUStrategy(resolver)
 
 
-def resolve_strategy(name: str = "auto", tpu: str | None = None) -> tf.distribute.Strategy:
-    """A `tf.distribute.Strategy` for a strategy name.
+class LocalDevices:
+    """Where a run on the JAX or PyTorch backend trains: data parallel over `devices`
+    through `keras.distribution.DataParallel` when there are several (the batch is
+    split over them, the weights replicated; the gradient is the whole batch's), else
+    on the one device. It answers what the training stage asks a tf.distribute
+    strategy: `num_replicas_in_sync`, `scope()` (the distribution is in force inside:
+    build the model and run `fit` there) and, through this module's functions, TPU,
+    workers and chief (one process: always the chief).
+
+    Example:
+
+    >>> LocalDevices(["cpu:0"]).num_replicas_in_sync
+    1
+    """
+
+    def __init__(self, devices: list[str]):
+        self.devices = list(devices)
+        self.distribution = None
+        if len(self.devices) > 1:
+            self.distribution = keras.distribution.DataParallel(devices=self.devices)
+
+    @property
+    def num_replicas_in_sync(self) -> int:
+        return len(self.devices)
+
+    def scope(self):
+        if self.distribution is None:
+            return contextlib.nullcontext()
+        return self.distribution.scope()
+
+    def __repr__(self) -> str:
+        return f"LocalDevices({self.devices})"
+
+
+def on_tensorflow() -> bool:
+    """Whether Keras runs on the TensorFlow backend (tf.distribute applies)."""
+    return keras.backend.backend() == "tensorflow"
+
+
+def default_strategy():
+    """The strategy in force: TF's current one, or one local device on other backends."""
+    if on_tensorflow():
+        return tf.distribute.get_strategy()
+    return LocalDevices(_list_devices()[:1])
+
+
+def fit_scope(strategy):
+    """Where `fit` runs: inside a `LocalDevices`'s distribution (JAX shards each batch
+    over the devices there); tf.distribute needs no scope around `fit`."""
+    if isinstance(strategy, LocalDevices):
+        return strategy.scope()
+    return contextlib.nullcontext()
+
+
+def _list_devices() -> list[str]:
+    """The local devices of the backend, accelerators first ("gpu:0", ...)."""
+    if keras.backend.backend() == "jax":  # keras.distribution is JAX's
+        return keras.distribution.list_devices()
+    import torch  # the PyTorch backend's
+
+    return [f"cuda:{i}" for i in range(torch.cuda.device_count())] or ["cpu:0"]
+
+
+def _local_devices(name: str, tpu: str | None) -> LocalDevices:
+    backend = keras.backend.backend()
+    if tpu:
+        raise ArgumentError(
+            f"tpu {tpu!r} names a TPU for tf.distribute, which the TensorFlow backend has; "
+            f"KERAS_BACKEND is {backend!r}, where a TPU VM's cores are local devices: leave "
+            "tpu out (training is data parallel over every local device).", field="tpu")
+    if name not in ("auto", "one_device"):
+        raise ArgumentError(
+            f"strategy {name!r} is a tf.distribute strategy, which the TensorFlow backend "
+            f"has; KERAS_BACKEND is {backend!r}, where training is data parallel over every "
+            "local device (keras.distribution): use strategy 'auto' (or 'one_device' for "
+            "one device), or set KERAS_BACKEND=tensorflow.", field="strategy")
+    devices = _list_devices()
+    if backend != "jax" or name == "one_device":
+        devices = devices[:1]  # keras.distribution is JAX's
+    return LocalDevices(devices)
+
+
+def resolve_strategy(name: str = "auto", tpu: str | None = None):
+    """A `tf.distribute.Strategy` for a strategy name (on JAX and PyTorch: a
+    `LocalDevices`, see the module docstring).
 
     Args:
         name: "one_device" (the first GPU, else the CPU), "mirrored" (all local GPUs,
@@ -116,6 +208,8 @@ def resolve_strategy(name: str = "auto", tpu: str | None = None) -> tf.distribut
     if name not in STRATEGIES:
         raise ArgumentError(f"strategy must be one of {STRATEGIES}, got {name!r}.",
                             field="strategy")
+    if not on_tensorflow():
+        return _local_devices(name, tpu)
     if name == "auto":
         if tpu:
             name = "tpu"
@@ -152,6 +246,8 @@ def is_tpu(strategy: tf.distribute.Strategy) -> bool:
     >>> is_tpu(tf.distribute.get_strategy())
     False
     """
+    if isinstance(strategy, LocalDevices):
+        return any(d.startswith("tpu") for d in strategy.devices)
     return isinstance(strategy, (tf.distribute.TPUStrategy,
                                  tf.distribute.experimental.TPUStrategy))
 
@@ -164,7 +260,8 @@ def num_workers(strategy: tf.distribute.Strategy) -> int:
     >>> num_workers(tf.distribute.get_strategy())
     1
     """
-    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    if isinstance(strategy, LocalDevices) or not isinstance(
+            strategy, tf.distribute.MultiWorkerMirroredStrategy):
         return 1
     return max(1, _num_workers(strategy.cluster_resolver.cluster_spec().as_dict()))
 
@@ -200,6 +297,9 @@ def resolve_precision(name: str, strategy: tf.distribute.Strategy) -> str:
         return name
     if is_tpu(strategy):
         return MIXED_BFLOAT16
+    if isinstance(strategy, LocalDevices):
+        return MIXED_FLOAT16 if any(d.startswith(("gpu", "cuda")) for d in strategy.devices
+                                    ) else FLOAT32
     try:
         devices = strategy.extended.worker_devices
     except RuntimeError:  # TF's default strategy places ops on a GPU when there is one

@@ -7,13 +7,18 @@ here: the schedule of google-research/bert's `optimization.py`; LAMB as You et a
 pretrain BERT with it (weight decay inside the trust ratio); and clipping of the summed
 gradient under tf.distribute, where Keras's TF backend clips each replica's gradient
 before the cross-replica sum.
+
+The optimizers run on every Keras 3 backend; on TensorFlow they take the fast paths of
+`keras_bert.model.tf_fast` (the fused Adam kernel, clipping after the cross-replica
+sum). This module does not import TensorFlow itself.
 """
 
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
 from keras import ops
+
+from keras_bert.model import tf_fast
 
 # Variables whose name contains one of these get no weight decay (LayerNorm gamma/beta
 # and biases); defined with the task models, whose default `compile` uses it too.
@@ -63,7 +68,8 @@ class LinearWarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
         self.gradient_accumulation_steps = int(gradient_accumulation_steps)
 
     def __call__(self, step):
-        update = ops.floor_divide(ops.cast(step, "int64"), self.gradient_accumulation_steps)
+        # The step's own integer dtype (int64 on TensorFlow, int32 on JAX).
+        update = ops.floor_divide(step, self.gradient_accumulation_steps)
         t = ops.cast(update, "float32")
         decayed = self.peak_learning_rate * ops.maximum(0.0, 1.0 - t / self.total_steps)
         if not self.warmup_steps:
@@ -93,24 +99,11 @@ class _ClipSummedGradients:
         return super()._clip_gradients(grads)
 
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
-        if not self.global_clipnorm:
+        if not (self.global_clipnorm and tf_fast.ENABLED):
+            # JAX and PyTorch compute one gradient of the whole batch (under
+            # keras.distribution too): Keras's own clipping is the summed gradient's.
             return super()._backend_update_step(grads, trainable_variables, learning_rate)
-        variables = [v.value if isinstance(v, keras.Variable) else v
-                     for v in trainable_variables]
-        summed = self._all_reduce_sum_gradients(list(zip(grads, variables)))
-        clipped, _ = tf.clip_by_global_norm([g for g, _ in summed], self.global_clipnorm)
-        tf.__internal__.distribute.interim.maybe_merge_call(
-            self._distributed_tf_update_step, self._distribution_strategy,
-            list(zip(clipped, variables)), learning_rate)
-
-
-def _resource_handle(variable):
-    """The resource handle of a plain (not distributed) TF variable, else None."""
-    if isinstance(variable, keras.Variable):
-        variable = variable.value
-    if isinstance(variable, tf.distribute.DistributedValues):
-        return None
-    return getattr(variable, "handle", None)
+        tf_fast.clip_summed_and_apply(self, grads, trainable_variables, learning_rate)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -118,12 +111,13 @@ class AdamW(_ClipSummedGradients, keras.optimizers.AdamW):
     """`keras.optimizers.AdamW` whose `global_clipnorm` clips the gradient summed over
     replicas (see `_ClipSummedGradients`); identical to it on one device.
 
-    Each variable's Adam update is TensorFlow's fused `ResourceApplyAdam` kernel (the
-    same arithmetic as Keras's `Adam.update_step`, in one op instead of about ten) when
-    the variable is a plain TF variable; under a multi-replica strategy, and with
-    `amsgrad`, it is Keras's update. Sparse gradients (embedding lookups) are summed into
-    a dense gradient first: Keras's Adam treats repeated rows of an `IndexedSlices` as
-    separate gradients in its second moment, which is not Adam.
+    On the TensorFlow backend each variable's Adam update is TensorFlow's fused
+    `ResourceApplyAdam` kernel (the same arithmetic as Keras's `Adam.update_step`, in
+    one op instead of about ten) when the variable is a plain TF variable; under a
+    multi-replica strategy, with `amsgrad`, and on JAX and PyTorch it is Keras's update.
+    Sparse gradients (embedding lookups, TensorFlow only) are summed into a dense
+    gradient first: Keras's Adam treats repeated rows of an `IndexedSlices` as separate
+    gradients in its second moment, which is not Adam.
 
     Example:
 
@@ -135,25 +129,11 @@ class AdamW(_ClipSummedGradients, keras.optimizers.AdamW):
     """
 
     def update_step(self, gradient, variable, learning_rate):
-        # An embedding lookup's gradient is an IndexedSlices whose indices repeat (one
-        # slice per token). Keras's Adam updates the second moment with the sum of the
-        # squared slices, not the square of their sum, so a repeated row's step is not
-        # Adam's; summed into a dense gradient first, both paths below are Adam.
-        if isinstance(gradient, tf.IndexedSlices):
-            gradient = tf.convert_to_tensor(gradient)
-        index = self._get_variable_index(variable)
-        handles = [_resource_handle(x) for x in (variable, self._momentums[index],
-                                                 self._velocities[index])]
-        if self.amsgrad or any(h is None for h in handles):
+        if not tf_fast.ENABLED:
             return super().update_step(gradient, variable, learning_rate)
-        dtype = variable.dtype
-        step = ops.cast(self.iterations + 1, dtype)
-        beta_1, beta_2 = ops.cast(self.beta_1, dtype), ops.cast(self.beta_2, dtype)
-        tf.raw_ops.ResourceApplyAdam(
-            var=handles[0], m=handles[1], v=handles[2], beta1_power=ops.power(beta_1, step),
-            beta2_power=ops.power(beta_2, step), lr=ops.cast(learning_rate, dtype),
-            beta1=beta_1, beta2=beta_2, epsilon=ops.cast(self.epsilon, dtype),
-            grad=ops.cast(gradient, dtype))
+        gradient = tf_fast.dense_gradient(gradient)
+        if not tf_fast.fused_adam_update(self, gradient, variable, learning_rate):
+            return super().update_step(gradient, variable, learning_rate)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

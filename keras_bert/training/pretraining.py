@@ -125,6 +125,11 @@ def _build_from_element_spec(model: keras.Model, element_spec) -> None:
     element spec has them; this instance-level override passes it instead.
     """
 
+    if not distribute.on_tensorflow():
+        # JAX's and PyTorch's `fit` build from a batch only what is not built yet.
+        model._symbolic_build(data_batch=element_spec)
+        return
+
     def maybe_symbolic_build(iterator=None, data_batch=None):
         with model.distribute_strategy.scope():
             model._symbolic_build(data_batch=element_spec)
@@ -404,11 +409,12 @@ class Pretraining:
         started = time.monotonic()
         try:
             if self.start_step < self.total_steps:
-                self.model.fit(self.dataset, epochs=1,
-                               steps_per_epoch=self.total_steps - self.start_step, verbose=0,
-                               shuffle=False,
-                               callbacks=[self.checkpoint, metrics_logger, progress,
-                                          *callbacks])
+                with distribute.fit_scope(self.strategy):
+                    self.model.fit(
+                        self.dataset, epochs=1,
+                        steps_per_epoch=self.total_steps - self.start_step, verbose=0,
+                        shuffle=False,
+                        callbacks=[self.checkpoint, metrics_logger, progress, *callbacks])
         except tf.errors.DataLossError as e:
             raise validation.data_loss_error(self.info.files, e) from e
         finally:

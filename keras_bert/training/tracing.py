@@ -94,7 +94,8 @@ def trace_predict_once(model: keras.Model, dataset: tf.data.Dataset) -> None:
     >>> clock.traces["predict_step"]
     1
     """
-    if model.predict_function is not None or model.run_eagerly:
+    if (model.predict_function is not None or model.run_eagerly
+            or keras.backend.backend() != "tensorflow"):  # JAX compiles per shape
         return
     model.make_predict_function()
     if model.steps_per_execution == 1:  # else Keras calls it on a list of batches
