@@ -316,8 +316,9 @@ def test_accelerator_benchmark_smoke_runs_on_jax_without_tensorflow():
 
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax")
 def test_commands_on_another_backend_stop_with_one_line(tmp_path):
-    """The commands train, read data and export through TensorFlow: under
-    KERAS_BACKEND=jax they stop before any work, exit 2, with one line saying so."""
+    """The commands that serve, read and export through TensorFlow models (all but
+    pretrain and finetune): under KERAS_BACKEND=jax they stop before any work, exit 2,
+    with one line saying so."""
     env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "2",
            "PYTHONPATH": REPO}
     proc = subprocess.run([sys.executable, "-m", "keras_bert", "encode", "--model",

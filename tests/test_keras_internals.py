@@ -8,7 +8,11 @@ wrong thing). Where they are used:
 
 - keras_bert/training/pretraining.py: `_build_from_element_spec` replaces a model's
   `_maybe_symbolic_build` by one that calls `_symbolic_build(data_batch=element_spec)`;
-  `_return_vector_logs` wraps the instance's `train_step`.
+  `_return_vector_logs` wraps the instance's `train_step`. On JAX and PyTorch it calls
+  `_symbolic_build(data_batch=element_spec)` before `fit`.
+- keras_bert/training/callbacks.py: on JAX, `sync_training_state` calls the model's
+  `jax_state_sync` (the JAX trainer's state back into the variables) before a
+  checkpoint or a metrics reset.
 - keras_bert/training/optimization.py: `_ClipSummedGradients` overrides the optimizer's
   `_clip_gradients` and `_backend_update_step` and calls `_all_reduce_sum_gradients`,
   `_distributed_tf_update_step`, `_distribution_strategy` and
@@ -69,6 +73,14 @@ def test_symbolic_build_hook():
                  used_by=f"{PRETRAINING} (_build_from_element_spec)")
 
 
+def test_jax_state_sync_hook():
+    pytest.importorskip("jax")
+    from keras.src.backend.jax.trainer import JAXTrainer
+
+    require_hook(JAXTrainer, "jax_state_sync", ["self"],
+                 used_by="keras_bert/training/callbacks.py (sync_training_state)")
+
+
 def test_train_step_hook():
     require_hook(keras.Model, "train_step", ["self", "data"],
                  used_by=f"{PRETRAINING} (_return_vector_logs)")
@@ -101,7 +113,7 @@ def test_pretraining_overrides_take_effect_in_fit():
     dataset = _tiny_dataset()
     calls = {"build": [], "step": [], "symbolic": []}
 
-    _build_from_element_spec(model, dataset.element_spec)
+    _build_from_element_spec(model, dataset.element_spec, strategy)
     build = model._maybe_symbolic_build
 
     def spy_build(iterator=None, data_batch=None):

@@ -113,7 +113,13 @@ def write_config(path, **overrides):
 
 
 def replica_weights(model, strategy):
-    """{variable path: [value on each local replica]} of a model's trainable weights."""
+    """{variable path: [value on each local replica]} of a model's trainable weights
+    (on JAX and PyTorch: [the value])."""
+    if not hasattr(strategy, "experimental_local_results"):
+        import keras
+
+        return {v.path: [keras.ops.convert_to_numpy(v.value)]
+                for v in model.trainable_variables}
     return {v.path: [np.asarray(x) for x in strategy.experimental_local_results(v.value)]
             for v in model.trainable_variables}
 
@@ -161,13 +167,16 @@ def main(argv):
 
     Used as `python tests/training_support.py SPEC.json`: the spec holds
     `input_file`, `output_dir`, `config`, `options` (PretrainingOptions fields),
-    `strategy`, optional `logical_cpus` (split the CPU into that many devices first),
+    `strategy`, optional `backend` (the Keras backend; default TensorFlow),
+    `logical_cpus` (split the CPU into that many devices first),
     `deterministic` (op determinism) and `weights_out` (an .npz path).
     """
     with open(argv[1], encoding="utf-8") as f:
         spec = json.load(f)
     import tensorflow as tf
 
+    # The spec's backend (before Keras is imported; TensorFlow still reads the data).
+    os.environ["KERAS_BACKEND"] = spec.get("backend", "tensorflow")
     if spec.get("logical_cpus"):
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(

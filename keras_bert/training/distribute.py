@@ -26,7 +26,7 @@ import urllib.parse
 import keras
 import tensorflow as tf
 
-from keras_bert.core.errors import ArgumentError
+from keras_bert.core.errors import ArgumentError, Setting
 from keras_bert.core.precision import (
     AUTO,
     FLOAT32,
@@ -167,16 +167,18 @@ def _list_devices() -> list[str]:
 def _local_devices(name: str, tpu: str | None) -> LocalDevices:
     backend = keras.backend.backend()
     if tpu:
-        raise ArgumentError(
-            f"tpu {tpu!r} names a TPU for tf.distribute, which the TensorFlow backend has; "
-            f"KERAS_BACKEND is {backend!r}, where a TPU VM's cores are local devices: leave "
-            "tpu out (training is data parallel over every local device).", field="tpu")
+        raise ArgumentError.advising(
+            Setting("tpu", tpu), " names a TPU for tf.distribute, which the TensorFlow "
+            f"backend has; KERAS_BACKEND is {backend!r}, where a TPU VM's cores are local "
+            "devices: leave it out (training is data parallel over every local device).",
+            field="tpu")
     if name not in ("auto", "one_device"):
-        raise ArgumentError(
-            f"strategy {name!r} is a tf.distribute strategy, which the TensorFlow backend "
-            f"has; KERAS_BACKEND is {backend!r}, where training is data parallel over every "
-            "local device (keras.distribution): use strategy 'auto' (or 'one_device' for "
-            "one device), or set KERAS_BACKEND=tensorflow.", field="strategy")
+        raise ArgumentError.advising(
+            Setting("strategy", name), " is a tf.distribute strategy, which the TensorFlow "
+            f"backend has; KERAS_BACKEND is {backend!r}, where training is data parallel "
+            "over every local device (keras.distribution): use ", Setting("strategy", "auto"),
+            " (", Setting("strategy", "one_device"), " for one device), or set "
+            "KERAS_BACKEND=tensorflow.", field="strategy")
     devices = _list_devices()
     if backend != "jax" or name == "one_device":
         devices = devices[:1]  # keras.distribution is JAX's

@@ -111,7 +111,7 @@ def steps_per_execution(options: PretrainingOptions, tpu: bool, start_step: int 
     return _largest_divisor(math.gcd(*intervals, start_step), cap)
 
 
-def _build_from_element_spec(model: keras.Model, element_spec) -> None:
+def _build_from_element_spec(model: keras.Model, element_spec, strategy) -> None:
     """Makes `fit` build the compiled losses and metrics from the dataset's element spec.
 
     Under a strategy, Keras 3's TF trainer otherwise pulls one batch from a first
@@ -126,8 +126,10 @@ def _build_from_element_spec(model: keras.Model, element_spec) -> None:
     """
 
     if not distribute.on_tensorflow():
-        # JAX's and PyTorch's `fit` build from a batch only what is not built yet.
-        model._symbolic_build(data_batch=element_spec)
+        # JAX's and PyTorch's `fit` build from a batch only what is not built yet; the
+        # loss and metric variables are made in the distribution, like the weights.
+        with strategy.scope():
+            model._symbolic_build(data_batch=element_spec)
         return
 
     def maybe_symbolic_build(iterator=None, data_batch=None):
@@ -269,7 +271,7 @@ class Pretraining:
             info, model, self.micro_batch_size, max_predictions, seed=options.seed,
             shuffle_buffer_size=options.shuffle_buffer_size, skip_batches=self.start_step,
             vocab_file=vocab_file)
-        _build_from_element_spec(model, self.dataset.element_spec)
+        _build_from_element_spec(model, self.dataset.element_spec, self.strategy)
         if on_tpu or model.jit_compile:
             validation.check_static_shapes(self.dataset.element_spec)
         self.run_config = {
