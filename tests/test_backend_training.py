@@ -3,8 +3,9 @@ real processes: a JAX run killed with kill -9 and stopped by SIGTERM resumes fro
 checkpoints to exactly the weights of an uninterrupted JAX run; its run directory loads,
 and its checkpoints resume, under TensorFlow (this pytest process); data parallel over
 two JAX devices computes what one device does; mixed precision trains; tf.distribute
-flags are refused before any work; a model fine-tuned under JAX predicts and exports
-under TensorFlow. Accuracy at scale: benchmarks/backend_training.py."""
+flags are refused before any work; every task family fine-tunes under JAX, and a model
+fine-tuned there predicts and exports under TensorFlow; PyTorch pretrains. Accuracy at
+scale: benchmarks/backend_training.py."""
 
 import json
 import os
@@ -230,18 +231,42 @@ def test_tf_distribute_flags_and_tensorflow_commands_stop_under_jax(data, tmp_pa
     assert "under jax, keras-bert runs finetune and pretrain" in lines[0]
 
 
-def test_finetuned_under_jax_predicts_and_exports_under_tensorflow(tmp_path, capsys):
+FAMILIES = [  # task, data directory, extra flags, a prediction file the run writes
+    ("qnli", os.path.join("glue", "QNLI"), ["--num_train_epochs", "2", "--learning_rate",
+                                            "1e-3"], "qnli.tsv"),
+    ("squad2", "squad", ["--max_query_length", "16", "--doc_stride", "16"],
+     "predictions.json"),
+    ("ner", "conll2003", [], "predictions.txt"),
+    ("swag", "swag", [], "predictions.csv"),
+]
+
+
+def test_every_family_finetunes_under_jax_and_predicts_and_exports_under_tensorflow(
+        tmp_path):
     from keras_bert.cli import main
+
+    script = f"""
+        import json
+        from keras_bert.cli import main
+        codes = {{}}
+        for task, directory, extra, _ in {FAMILIES!r}:
+            codes[task] = main(["finetune", "--task", task, "--data_dir",
+                                {TASK_DATA!r} + "/" + directory,
+                                "--output_dir", {str(tmp_path)!r} + "/" + task,
+                                "--preset", "tiny", "--vocab_file", {VOCAB!r},
+                                "--do_lower_case=false", "--max_seq_length", "48",
+                                "--num_train_epochs", "1", "--train_batch_size", "8",
+                                "--noprogress", *extra])
+        print(json.dumps(codes))
+    """
+    codes = run_script("jax", script, tmp_path, timeout=600)
+    assert codes == {task: 0 for task, *_ in FAMILIES}, codes
+    for task, _, _, written in FAMILIES:
+        assert (tmp_path / task / written).is_file(), task
+        assert (tmp_path / task / "model.keras").is_file(), task
 
     data = os.path.join(TASK_DATA, "glue", "QNLI")
     run_dir = tmp_path / "qnli"
-    proc = subprocess.run(
-        [sys.executable, "-m", "keras_bert", "finetune", "--task", "qnli", "--data_dir", data,
-         "--output_dir", str(run_dir), "--preset", "tiny", "--vocab_file", VOCAB,
-         "--do_lower_case=false", "--max_seq_length", "48", "--num_train_epochs", "2",
-         "--train_batch_size", "8", "--learning_rate", "1e-3", "--noprogress"],
-        capture_output=True, text=True, timeout=300, env=backend_env("jax"), cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
     metrics = json.loads((run_dir / "metrics.json").read_text())
     # Lengths rounded up to multiples of 16 (max_seq_length 48): a few compiled shapes,
     # not one per batch.

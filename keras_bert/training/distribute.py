@@ -147,6 +147,15 @@ def default_strategy():
     return LocalDevices(_list_devices()[:1])
 
 
+def has_accelerator() -> bool:
+    """Whether the backend trains on a GPU or TPU here (TensorFlow's devices on the
+    TensorFlow backend, the backend's own elsewhere)."""
+    if on_tensorflow():
+        return bool(tf.config.list_logical_devices("GPU")
+                    or tf.config.list_logical_devices("TPU"))
+    return not _list_devices()[0].startswith("cpu")
+
+
 def fit_scope(strategy):
     """Where `fit` runs: inside a `LocalDevices`'s distribution (JAX shards each batch
     over the devices there); tf.distribute needs no scope around `fit`."""

@@ -23,7 +23,6 @@ import time
 import warnings
 
 import keras
-import tensorflow as tf
 
 from keras_bert.checkpoints import load_encoder
 from keras_bert.core import fileio
@@ -53,6 +52,7 @@ from keras_bert.tasks.finetuning.scoring import (
 from keras_bert.tasks.registry import get_task
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.vocab import VOCAB_FILE
+from keras_bert.training.distribute import has_accelerator
 from keras_bert.training.optimization import create_optimizer
 from keras_bert.training.run_directory import LOGS
 from keras_bert.training.tracing import TraceClock
@@ -173,8 +173,7 @@ class Finetuning:
         self.config, self.vocab_file, self.lower_case = model_source(
             checkpoint, preset, vocab_file, lower_case)
         self.options = options = options.resolve(self.task, self.config)
-        note = bfloat16_cpu_note(options.precision, accelerated=bool(
-            tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU")))
+        note = bfloat16_cpu_note(options.precision, accelerated=has_accelerator())
         if note:
             logger.warning(note)
         self.learning_rate = options.peak_learning_rate(self.task)
