@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pytest
@@ -21,8 +20,10 @@ from conftest import REPO
 from training_support import (
     finish_process,
     latest_step,
+    saved_weights,
     start_process,
     tiny_config_dict,
+    wait_for_checkpoint,
     write_config,
     write_pretraining_records,
 )
@@ -67,34 +68,20 @@ def spec_for(data, directory, name):
     return path, spec
 
 
-def wait_for_checkpoint_after(process, run_dir, step, timeout=120):
-    deadline = time.monotonic() + timeout
-    while latest_step(run_dir) <= step:
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"no checkpoint after step {step}:\n{process.communicate()[0][-3000:]}")
-        time.sleep(0.01)
-
-
-def weights(path):
-    with np.load(path) as archive:
-        return {k: archive[k] for k in archive.files}
-
-
 @pytest.fixture(scope="module")
 def uninterrupted(data, tmp_path_factory):
     """An uninterrupted JAX run: its spec and final weights."""
     spec_path, spec = spec_for(data, str(tmp_path_factory.mktemp("reference")), "run")
     result = finish_process(start_process(spec_path), timeout=200)
     assert result["start_step"] == 0 and result["step"] == 600
-    return spec, weights(spec["weights_out"])
+    return spec, saved_weights(spec["weights_out"])
 
 
 def test_jax_run_killed_and_stopped_resumes_to_the_uninterrupted_weights(
         data, uninterrupted, tmp_path):
     spec_path, spec = spec_for(data, str(tmp_path), "run")
     process = start_process(spec_path)
-    wait_for_checkpoint_after(process, spec["output_dir"], 0)
+    wait_for_checkpoint(process, spec["output_dir"])
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
     assert process.returncode == -signal.SIGKILL, "the run finished before it was killed"
@@ -102,7 +89,7 @@ def test_jax_run_killed_and_stopped_resumes_to_the_uninterrupted_weights(
     assert 25 <= killed_at < 600 and killed_at % 25 == 0
 
     process = start_process(spec_path)
-    wait_for_checkpoint_after(process, spec["output_dir"], killed_at)
+    wait_for_checkpoint(process, spec["output_dir"], after=killed_at)
     process.send_signal(signal.SIGTERM)
     stopped = finish_process(process, timeout=150, expected_code=EXIT_TERMINATED)
     assert stopped["start_step"] == killed_at
@@ -112,7 +99,7 @@ def test_jax_run_killed_and_stopped_resumes_to_the_uninterrupted_weights(
     finished = finish_process(start_process(spec_path), timeout=150)
     assert finished["start_step"] == stopped["step"] and finished["step"] == 600
     reference = uninterrupted[1]
-    resumed = weights(spec["weights_out"])
+    resumed = saved_weights(spec["weights_out"])
     assert resumed.keys() == reference.keys()
     for name, value in resumed.items():  # dropout on: the seeds were restored too
         np.testing.assert_array_equal(value, reference[name], err_msg=name)

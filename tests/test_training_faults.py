@@ -6,15 +6,16 @@ state is restored too)."""
 import json
 import os
 import signal
-import time
 
 import numpy as np
 import pytest
 from training_support import (
     finish_process,
     latest_step,
+    saved_weights,
     start_process,
     tiny_config_dict,
+    wait_for_checkpoint,
     write_pretraining_records,
 )
 
@@ -40,30 +41,16 @@ def spec_for(data, directory, name):
     return path, spec
 
 
-def wait_for_checkpoint(process, run_dir, timeout=120):
-    deadline = time.monotonic() + timeout
-    while latest_step(run_dir) == 0:
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"no checkpoint appeared:\n{process.communicate()[0][-3000:]}")
-        time.sleep(0.02)
-
-
-def weights(path):
-    with np.load(path) as archive:
-        return {k: archive[k] for k in archive.files}
-
-
 @pytest.fixture(scope="module")
 def uninterrupted(data, tmp_path_factory):
     spec_path, spec = spec_for(data, str(tmp_path_factory.mktemp("reference")), "run")
     result = finish_process(start_process(spec_path), timeout=150)
     assert result["start_step"] == 0
-    return weights(spec["weights_out"])
+    return saved_weights(spec["weights_out"])
 
 
 def assert_same_weights(path, reference):
-    resumed = weights(path)
+    resumed = saved_weights(path)
     assert resumed.keys() == reference.keys()
     for name, value in resumed.items():
         np.testing.assert_array_equal(value, reference[name], err_msg=name)

@@ -137,6 +137,28 @@ def latest_step(run_dir):
     return int(match.group(1)) if match else 0
 
 
+def wait_for_checkpoint(process, run_dir, after=0, timeout=120):
+    """Waits until the run in `run_dir` has a checkpoint past step `after`; fails the
+    test (killing `process`) when the process ends or `timeout` seconds pass first."""
+    import time
+
+    import pytest
+
+    deadline = time.monotonic() + timeout
+    while latest_step(run_dir) <= after:
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"no checkpoint after step {after}:\n"
+                        f"{process.communicate()[0][-3000:]}")
+        time.sleep(0.01)
+
+
+def saved_weights(path):
+    """The {name: array} a training process saved to `weights_out`."""
+    with np.load(path) as archive:
+        return {k: archive[k] for k in archive.files}
+
+
 def start_process(spec_path, env=None):
     """Starts this module as a training process on the JSON spec at `spec_path`."""
     import subprocess
