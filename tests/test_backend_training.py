@@ -18,7 +18,9 @@ import numpy as np
 import pytest
 from conftest import REPO
 from training_support import (
+    assert_same_weights,
     finish_process,
+    kill_9_after_a_checkpoint,
     latest_step,
     saved_weights,
     start_process,
@@ -26,6 +28,7 @@ from training_support import (
     wait_for_checkpoint,
     write_config,
     write_pretraining_records,
+    write_spec,
 )
 
 from keras_bert.pipelines.flags import EXIT_TERMINATED
@@ -59,13 +62,8 @@ def data(tmp_path_factory):
 
 
 def spec_for(data, directory, name):
-    spec = {"input_file": data, "output_dir": os.path.join(directory, name), "config": CONFIG,
-            "options": OPTIONS, "strategy": "auto", "backend": "jax",
-            "weights_out": os.path.join(directory, f"{name}.npz")}
-    path = os.path.join(directory, f"{name}.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(spec, f)
-    return path, spec
+    return write_spec(directory, name, input_file=data, config=CONFIG, options=OPTIONS,
+                      strategy="auto", backend="jax")
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +78,7 @@ def uninterrupted(data, tmp_path_factory):
 def test_jax_run_killed_and_stopped_resumes_to_the_uninterrupted_weights(
         data, uninterrupted, tmp_path):
     spec_path, spec = spec_for(data, str(tmp_path), "run")
-    process = start_process(spec_path)
-    wait_for_checkpoint(process, spec["output_dir"])
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
-    assert process.returncode == -signal.SIGKILL, "the run finished before it was killed"
-    killed_at = latest_step(spec["output_dir"])
+    killed_at = kill_9_after_a_checkpoint(spec_path, spec["output_dir"])
     assert 25 <= killed_at < 600 and killed_at % 25 == 0
 
     process = start_process(spec_path)
@@ -98,11 +91,8 @@ def test_jax_run_killed_and_stopped_resumes_to_the_uninterrupted_weights(
 
     finished = finish_process(start_process(spec_path), timeout=150)
     assert finished["start_step"] == stopped["step"] and finished["step"] == 600
-    reference = uninterrupted[1]
-    resumed = saved_weights(spec["weights_out"])
-    assert resumed.keys() == reference.keys()
-    for name, value in resumed.items():  # dropout on: the seeds were restored too
-        np.testing.assert_array_equal(value, reference[name], err_msg=name)
+    # Exactly the uninterrupted run's weights: dropout is on, so its seeds were restored.
+    assert_same_weights(spec["weights_out"], uninterrupted[1])
 
 
 def test_jax_run_directory_loads_and_continues_under_tensorflow(data, uninterrupted):

@@ -3,20 +3,21 @@ a SIGTERM (preemption) both resume from the last checkpoint, and under op determ
 finish with exactly the weights of an uninterrupted run (dropout on, so the random
 state is restored too)."""
 
-import json
 import os
 import signal
 
-import numpy as np
 import pytest
 from training_support import (
+    assert_same_weights,
     finish_process,
+    kill_9_after_a_checkpoint,
     latest_step,
     saved_weights,
     start_process,
     tiny_config_dict,
     wait_for_checkpoint,
     write_pretraining_records,
+    write_spec,
 )
 
 from keras_bert.pipelines.flags import EXIT_TERMINATED
@@ -32,13 +33,8 @@ def data(tmp_path_factory):
 
 
 def spec_for(data, directory, name):
-    spec = {"input_file": data, "output_dir": os.path.join(directory, name), "config": CONFIG,
-            "options": OPTIONS, "strategy": "auto", "deterministic": True,
-            "weights_out": os.path.join(directory, f"{name}.npz")}
-    path = os.path.join(directory, f"{name}.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(spec, f)
-    return path, spec
+    return write_spec(directory, name, input_file=data, config=CONFIG, options=OPTIONS,
+                      strategy="auto", deterministic=True)
 
 
 @pytest.fixture(scope="module")
@@ -49,22 +45,10 @@ def uninterrupted(data, tmp_path_factory):
     return saved_weights(spec["weights_out"])
 
 
-def assert_same_weights(path, reference):
-    resumed = saved_weights(path)
-    assert resumed.keys() == reference.keys()
-    for name, value in resumed.items():
-        np.testing.assert_array_equal(value, reference[name], err_msg=name)
-
-
 @pytest.mark.slow  # long (CI time); its neighbours cover the default run
 def test_kill_9_resumes_from_the_last_checkpoint(data, uninterrupted, tmp_path):
     spec_path, spec = spec_for(data, str(tmp_path), "run")
-    process = start_process(spec_path)
-    wait_for_checkpoint(process, spec["output_dir"])
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
-    assert process.returncode == -signal.SIGKILL, "the run finished before it was killed"
-    saved = latest_step(spec["output_dir"])
+    saved = kill_9_after_a_checkpoint(spec_path, spec["output_dir"])
     assert 25 <= saved < 600 and saved % 25 == 0
     assert not os.path.exists(os.path.join(spec["output_dir"], "metrics.json"))
 

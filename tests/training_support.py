@@ -159,6 +159,39 @@ def saved_weights(path):
         return {k: archive[k] for k in archive.files}
 
 
+def kill_9_after_a_checkpoint(spec_path, run_dir):
+    """Starts the training process of `spec_path`, kills it with SIGKILL once it has saved
+    a checkpoint, and returns the step of its last checkpoint."""
+    import signal
+
+    process = start_process(spec_path)
+    wait_for_checkpoint(process, run_dir)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL, "the run finished before it was killed"
+    return latest_step(run_dir)
+
+
+def assert_same_weights(path, reference):
+    """The weights a training process saved at `path` are exactly `reference`."""
+    resumed = saved_weights(path)
+    assert resumed.keys() == reference.keys()
+    for name, value in resumed.items():
+        np.testing.assert_array_equal(value, reference[name], err_msg=name)
+
+
+def write_spec(directory, name, **fields):
+    """Writes the JSON spec of a training process (see `main`) to DIRECTORY/NAME.json,
+    with its output_dir DIRECTORY/NAME and weights_out DIRECTORY/NAME.npz; returns the
+    path and the spec."""
+    spec = {"output_dir": os.path.join(directory, name),
+            "weights_out": os.path.join(directory, f"{name}.npz"), **fields}
+    path = os.path.join(directory, f"{name}.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(spec, f)
+    return path, spec
+
+
 def start_process(spec_path, env=None):
     """Starts this module as a training process on the JSON spec at `spec_path`."""
     import subprocess
