@@ -17,7 +17,10 @@ Shapes: each batch is cut to its longest sequence and the train and predict step
 traced once over relaxed shapes, so batches of every length (the short last one too)
 share one trace; training batches group similar lengths (--group_by_length=false
 turns that off), dev batches run shortest first. metrics.json reports the traces and
-the seconds they took (trace_seconds).
+the seconds they took (trace_seconds). Under KERAS_BACKEND=jax (or torch), which
+compile each shape anew, a batch's length is rounded up to a quarter of
+--max_seq_length (at least 16): a few compiled lengths; the model written is the same
+model.keras, which `evaluate`, `predict` and `export` read on the TensorFlow backend.
 
 Interruptions: SIGTERM (a preemption notice) stops the run as Ctrl-C does, removes its
 temporary files and exits 143 (Ctrl-C: 130), leaving nothing beside --output_dir.

@@ -2,6 +2,9 @@
 strategy: one device, local GPUs (mirrored), several machines (multi_worker, from
 TF_CONFIG) or a TPU.
 
+The same command runs on Keras's JAX backend (`KERAS_BACKEND=jax`: data parallel over the
+local devices through keras.distribution) and PyTorch backend, with the same files.
+
 Input: TFRecords from `keras-bert create-pretraining-data`. Output, in --output_dir: the
 trained encoder (`keras_bert.load_encoder(OUTPUT_DIR)` loads it), metrics.json with the
 final masked-LM/next-sentence accuracy and loss, checkpoints/ (rerunning the same
@@ -55,7 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_options(parser, PretrainingOptions)
     add("--strategy", choices=STRATEGIES, default="auto",
         help="tf.distribute strategy (default: %(default)s: TPU if --tpu, multi_worker if "
-             "TF_CONFIG lists workers, mirrored with several GPUs, else one device)")
+             "TF_CONFIG lists workers, mirrored with several GPUs, else one device); under "
+             "KERAS_BACKEND=jax, auto is data parallel over the local devices "
+             "(keras.distribution) and one_device the first")
     add("--tpu", default=None,
         help="TPU for --strategy tpu: 'local' on a TPU VM, a Cloud TPU name or "
              "grpc://HOST:PORT")

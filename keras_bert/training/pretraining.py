@@ -1,5 +1,6 @@
 """BERT pretraining (masked LM + next sentence) through `model.fit` on a tf.distribute
-strategy: what `keras-bert pretrain` runs.
+strategy (on JAX and PyTorch: over the local devices, see
+`keras_bert.training.distribute.LocalDevices`): what `keras-bert pretrain` runs.
 
 `Pretraining` checks everything that can be wrong before it writes anything: the output
 directory, the data against the config, the vocab files against the data, the config and
@@ -174,7 +175,8 @@ class Pretraining:
         options: `PretrainingOptions`.
         vocab_file: the vocab.txt; checked against the embedding table, the data and
             the init checkpoint's vocab.txt, and copied into the run directory.
-        strategy: a `tf.distribute.Strategy` or a name for `resolve_strategy`.
+        strategy: a `tf.distribute.Strategy` or a name for `resolve_strategy` (on JAX
+            and PyTorch: "auto" or "one_device", or a `LocalDevices`).
         tpu: the TPU for `strategy="tpu"`.
         init_checkpoint: weights to start from (Google, Hugging Face or keras_bert);
             a run that resumes from its own checkpoint only takes the config from it.
