@@ -172,7 +172,7 @@ def test_data_parallel_over_two_jax_devices_and_mixed_precision(data, tmp_path):
     assert policy == "mixed_bfloat16" and compute == "bfloat16" and np.isfinite(loss)
 
 
-def test_tf_distribute_flags_and_tensorflow_commands_stop_under_jax(data, tmp_path):
+def test_tf_distribute_flags_stop_under_jax_before_any_work(data, tmp_path):
     config = write_config(str(tmp_path / "bert_config.json"))
     script = f"""
         import contextlib, io, json, sys
@@ -198,14 +198,6 @@ def test_tf_distribute_flags_and_tensorflow_commands_stop_under_jax(data, tmp_pa
     assert "use --strategy=auto (--strategy=one_device for one device)" in results[0][1]
     assert "error: --tpu=local names a TPU for tf.distribute" in results[2][1]
     assert not (tmp_path / "refused").exists()
-
-    proc = subprocess.run([sys.executable, "-m", "keras_bert", "export", "--checkpoint",
-                           str(tmp_path)], capture_output=True, text=True, timeout=120,
-                          env=backend_env("jax"), cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "KERAS_BACKEND is 'jax'" in lines[0], proc.stderr
-    assert "under jax, keras-bert runs finetune and pretrain" in lines[0]
 
 
 FAMILIES = [  # task, data directory, extra flags, a prediction file the run writes
@@ -268,6 +260,7 @@ def test_every_family_finetunes_under_jax_and_predicts_and_exports_under_tensorf
     assert (tmp_path / "saved" / "qnli" / "1" / "saved_model.pb").is_file()
 
 
+@pytest.mark.slow  # CI time: PyTorch is not the accelerator road here
 def test_pretrain_command_under_torch_loads_under_tensorflow(data, tmp_path):
     pytest.importorskip("torch")
     import keras_bert

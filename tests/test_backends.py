@@ -186,6 +186,7 @@ report(results=results)
 '''
 
 
+@pytest.mark.slow  # CI time; tests/test_backend_training.py trains every family on JAX
 def test_every_task_model_runs_and_trains_a_step_under_jax():
     _needs("jax")
     results = run_without_tensorflow("jax", TASK_MODELS, others_may_try=True)["results"]
@@ -327,4 +328,5 @@ def test_commands_on_another_backend_stop_with_one_line(tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "KERAS_BACKEND is 'jax'" in lines[0], proc.stderr[-2000:]
+    assert "under jax, keras-bert runs finetune and pretrain" in lines[0]
     assert proc.stdout == ""
