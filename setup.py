@@ -25,7 +25,10 @@ EXTRAS = {
     # the reference for its presets, huggingface_hub reads hf:// names from its cache).
     "test": ["pytest", "pytest-xdist", "ruff", "tensorflow-serving-api>=2.20,<2.22", "tensorflow-hub>=0.16.1",
              "tf-keras>=2.20,<2.22", "matplotlib", "tf2onnx~=1.17", "onnxruntime>=1.20",
-             "ai-edge-litert", "keras-hub", "huggingface_hub"],
+             "ai-edge-litert", "keras-hub", "huggingface_hub",
+             # tensorflow-hub imports pkg_resources, which setuptools 81 removed (torch,
+             # for one, pulls in the newest setuptools).
+             "setuptools<81"],
     # SavedModel export: TF Serving warmup requests (PredictionLog protos).
     "export": ["tensorflow-serving-api>=2.20,<2.22"],
     # ONNX export of the ids signature (`keras-bert export --format onnx`) and ONNX
