@@ -130,8 +130,11 @@ def main(argv: list[str] | None = None) -> int:
             import keras
             import tensorflow  # noqa: F401
     except Terminated:
-        print(f"{args._prog}: terminated by SIGTERM", file=sys.stderr)
-        return flags.EXIT_TERMINATED
+        print(f"{args._prog}: terminated by SIGTERM", file=sys.stderr, flush=True)
+        # Nothing is written yet, and TensorFlow may be half imported: its teardown at
+        # interpreter exit can then crash (seen once on TF 2.21, SIGSEGV), so the
+        # process ends here.
+        os._exit(flags.EXIT_TERMINATED)
     finally:
         if collecting:
             gc.enable()
@@ -149,7 +152,15 @@ def main(argv: list[str] | None = None) -> int:
                  f"; under {backend}, use the library's model: keras_bert.load_encoder, "
                  "keras_bert.model."), file=sys.stderr)
         return flags.EXIT_USAGE
-    return flags.run_command(args._prog, args._run, args)
+    # From here to where a command installs its own SIGTERM handling (while it imports
+    # its modules and checks its arguments), SIGTERM still ends it with one line and 143,
+    # not silently by the default action.
+    try:
+        with sigterm_stops(insist=False):
+            return flags.run_command(args._prog, args._run, args)
+    except Terminated:
+        print(f"{args._prog}: terminated by SIGTERM", file=sys.stderr)
+        return flags.EXIT_TERMINATED
 
 
 if __name__ == "__main__":

@@ -21,12 +21,14 @@ from keras_bert.core.errors import Terminated
 
 
 @contextlib.contextmanager
-def sigterm_stops():
+def sigterm_stops(insist: bool = True):
     """Within the block, SIGTERM raises `Terminated` in the main thread (the previous
     handler is put back afterwards). A signal that arrives while TensorFlow's C++ code
     runs is handled when it returns to Python. The block ends with `Terminated` whenever
     SIGTERM arrived, even where the exception got lost on the way: turned into one of
-    TensorFlow's errors, or raised inside a finalizer, where Python only prints it."""
+    TensorFlow's errors, or raised inside a finalizer, where Python only prints it.
+    `insist=False` leaves that to the block, for one (a whole command) that handles
+    `Terminated` itself and reports it in its result."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -43,11 +45,11 @@ def sigterm_stops():
     except Terminated:
         raise
     except BaseException as e:
-        if received.is_set():
+        if insist and received.is_set():
             raise Terminated("terminated by SIGTERM") from e
         raise
     else:
-        if received.is_set():
+        if insist and received.is_set():
             raise Terminated("terminated by SIGTERM")
     finally:
         signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)

@@ -86,6 +86,9 @@ def write_shards(tasks: Iterator[tuple[int, list[list[str]], str]], writer: Shar
 def _init_worker(builder: ShardBuilder, parent_pid: int | None = None) -> None:
     global _BUILDER
     _BUILDER = builder
+    # SIGTERM ends a worker at once; the command's handler, which raises in the main
+    # thread so that its cleanup runs, is the parent's, not the forked worker's.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if parent_pid is not None:
         _die_with_parent(parent_pid)
 
