@@ -131,9 +131,8 @@ def main(argv: list[str] | None = None) -> int:
             import tensorflow  # noqa: F401
     except Terminated:
         print(f"{args._prog}: terminated by SIGTERM", file=sys.stderr, flush=True)
-        # Nothing is written yet, and TensorFlow may be half imported: its teardown at
-        # interpreter exit can then crash (seen once on TF 2.21, SIGSEGV), so the
-        # process ends here.
+        # Nothing is written yet, and TensorFlow may be half imported, whose teardown at
+        # interpreter exit nothing needs: the process ends here.
         os._exit(flags.EXIT_TERMINATED)
     finally:
         if collecting:
