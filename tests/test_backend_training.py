@@ -148,12 +148,14 @@ def test_data_parallel_over_two_jax_devices_and_mixed_precision(data, tmp_path):
                          for a, b in zip(two.model.trainable_variables,
                                          one.model.trainable_variables))
         kernel = two.model.trainable_variables[3].value
+        clipped = one.model.optimizer._clip_gradients([keras.ops.convert_to_tensor([3.0, 4.0])])
         f16, f16_metrics = run("float16", mixed_precision="mixed_float16")
         bf16, bf16_metrics = run("bfloat16", mixed_precision="mixed_bfloat16")
         print(json.dumps({{
             "replicas": [two.strategy.num_replicas_in_sync, one.strategy.num_replicas_in_sync],
             "sharding_devices": len(kernel.sharding.device_set),
             "difference": difference,
+            "clipped_norm": float(np.linalg.norm(keras.ops.convert_to_numpy(clipped[0]))),
             "losses": [two_metrics["masked_lm_loss"], one_metrics["masked_lm_loss"]],
             "float16": [type(f16.model.optimizer).__name__, f16.run_config["dtype_policy"],
                         f16_metrics["masked_lm_loss"]],
@@ -166,6 +168,8 @@ def test_data_parallel_over_two_jax_devices_and_mixed_precision(data, tmp_path):
     assert result["sharding_devices"] == 2  # the weights are replicated on both devices
     assert result["difference"] < 1e-4, result
     assert abs(result["losses"][0] - result["losses"][1]) < 1e-4, result
+    # BERT's global-norm clipping (1.0) applies on JAX too (it once applied only on TF).
+    assert abs(result["clipped_norm"] - 1.0) < 1e-5, result
     optimizer, policy, loss = result["float16"]
     assert optimizer == "LossScaleOptimizer" and policy == "mixed_float16" and np.isfinite(loss)
     policy, loss, compute = result["bfloat16"]

@@ -94,14 +94,14 @@ class _ClipSummedGradients:
     """
 
     def _clip_gradients(self, grads):
-        if self.global_clipnorm:
+        if self.global_clipnorm and tf_fast.ENABLED:
             return grads  # done in _backend_update_step, after the cross-replica sum
+        # JAX and PyTorch compute one gradient of the whole batch (under
+        # keras.distribution too): Keras's own clipping is the summed gradient's.
         return super()._clip_gradients(grads)
 
     def _backend_update_step(self, grads, trainable_variables, learning_rate):
         if not (self.global_clipnorm and tf_fast.ENABLED):
-            # JAX and PyTorch compute one gradient of the whole batch (under
-            # keras.distribution too): Keras's own clipping is the summed gradient's.
             return super()._backend_update_step(grads, trainable_variables, learning_rate)
         tf_fast.clip_summed_and_apply(self, grads, trainable_variables, learning_rate)
 
