@@ -47,18 +47,21 @@ GLUE = os.path.join(SHARED, "glue")
 BACKENDS = ("tensorflow", "jax")
 
 
-def command(backend: str, *args: str, cwd: str) -> tuple[dict, str]:
-    """Runs `keras-bert ARGS` under KERAS_BACKEND=backend; its exit code and seconds,
-    and its stderr (the tail on failure)."""
-    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2",
-           "PYTHONPATH": REPO}
+def _env(backend: str) -> dict:
+    return {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2",
+            "PYTHONPATH": REPO}
+
+
+def command(backend: str, *args: str, cwd: str) -> dict:
+    """Runs `keras-bert ARGS` under KERAS_BACKEND=backend; its exit code and seconds
+    (and the tail of its stderr on failure)."""
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "keras_bert", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "keras_bert", *args], cwd=cwd,
+                          env=_env(backend), capture_output=True, text=True)
     row = {"exit_code": proc.returncode, "process_seconds": round(time.monotonic() - start, 1)}
     if proc.returncode:
         row["stderr_tail"] = proc.stderr[-1500:]
-    return row, proc.stderr
+    return row
 
 
 def _cpu() -> str:
@@ -74,9 +77,7 @@ def emit(row: dict) -> None:
 
 def tensorflow_check(script: str, cwd: str) -> dict:
     """Runs `script` in a TensorFlow-backend process; its last stdout line is JSON."""
-    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2",
-           "PYTHONPATH": REPO}
-    proc = subprocess.run([sys.executable, "-c", script], cwd=cwd, env=env,
+    proc = subprocess.run([sys.executable, "-c", script], cwd=cwd, env=_env("tensorflow"),
                           capture_output=True, text=True)
     if proc.returncode:
         return {"error": proc.stderr[-1500:]}
@@ -99,20 +100,20 @@ def pretrain_part(args, work: str) -> None:
                           "--output_dir", data, "--vocab_file", vocab,
                           "--max_seq_length", "128", "--max_predictions_per_seq", "20",
                           "--dupe_factor", "2", "--random_seed", "1", "--noprogress"]):
-        row, _ = command("tensorflow", *backend_args, cwd=work)
+        row = command("tensorflow", *backend_args, cwd=work)
         if row["exit_code"]:
             emit({"part": "pretrain", "stage": backend_args[0], **row})
             return
     results = {}
     for backend in args.backends:
         run_dir = os.path.join(work, f"run_{backend}")
-        row, _ = command(backend, "pretrain", "--input_file", os.path.join(data, "*.tfrecord"),
-                         "--output_dir", run_dir, "--config", "tiny", "--vocab_file", vocab,
-                         "--train_batch_size", "32",
-                         "--num_train_steps", str(args.pretrain_steps),
-                         "--num_warmup_steps", str(args.pretrain_steps // 10),
-                         "--learning_rate", "1e-3", "--save_checkpoints_steps", "100",
-                         "--log_steps", "100", "--seed", "1", "--noprogress", cwd=work)
+        row = command(backend, "pretrain", "--input_file", os.path.join(data, "*.tfrecord"),
+                      "--output_dir", run_dir, "--config", "tiny", "--vocab_file", vocab,
+                      "--train_batch_size", "32",
+                      "--num_train_steps", str(args.pretrain_steps),
+                      "--num_warmup_steps", str(args.pretrain_steps // 10),
+                      "--learning_rate", "1e-3", "--save_checkpoints_steps", "100",
+                      "--log_steps", "100", "--seed", "1", "--noprogress", cwd=work)
         if not row["exit_code"]:
             with open(os.path.join(run_dir, "metrics.json")) as f:
                 metrics = json.load(f)
@@ -160,11 +161,11 @@ def finetune_part(args, work: str) -> None:
     results = {}
     for backend in args.backends:
         out = os.path.join(work, f"sst2_{backend}")
-        row, _ = command(backend, "finetune", "--task", "sst2", "--data_dir",
-                         prepared["data_dir"], "--checkpoint", checkpoint,
-                         "--output_dir", out, "--max_seq_length", "64",
-                         "--train_batch_size", "32", "--learning_rate", "5e-5",
-                         "--num_train_epochs", "1", "--seed", "1", "--noprogress", cwd=work)
+        row = command(backend, "finetune", "--task", "sst2", "--data_dir",
+                      prepared["data_dir"], "--checkpoint", checkpoint,
+                      "--output_dir", out, "--max_seq_length", "64",
+                      "--train_batch_size", "32", "--learning_rate", "5e-5",
+                      "--num_train_epochs", "1", "--seed", "1", "--noprogress", cwd=work)
         if not row["exit_code"]:
             with open(os.path.join(out, "metrics.json")) as f:
                 metrics = json.load(f)
@@ -177,12 +178,12 @@ def finetune_part(args, work: str) -> None:
         out = os.path.join(work, "sst2_jax")
         dev = os.path.join(prepared["data_dir"], "dev.tsv")
         predictions = os.path.join(work, "jax_model_predictions.tsv")
-        predicted, _ = command("tensorflow", "predict", "--model", out, "--task", "sst2",
-                               "--input", dev, "--output", predictions, cwd=work)
+        predicted = command("tensorflow", "predict", "--model", out, "--task", "sst2",
+                            "--input", dev, "--output", predictions, cwd=work)
         if not predicted["exit_code"]:
             predicted["dev_accuracy"] = round(_accuracy(predictions, dev), 4)
-        exported, _ = command("tensorflow", "export", "--checkpoint", out,
-                              "--output_dir", os.path.join(work, "saved_models"), cwd=work)
+        exported = command("tensorflow", "export", "--checkpoint", out,
+                           "--output_dir", os.path.join(work, "saved_models"), cwd=work)
         summary["jax_model_predict_under_tensorflow"] = predicted
         summary["jax_model_export_under_tensorflow"] = exported
         if "tensorflow" in results and not results["tensorflow"]["exit_code"]:

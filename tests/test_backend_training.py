@@ -131,17 +131,14 @@ def test_data_parallel_over_two_jax_devices_and_mixed_precision(data, tmp_path):
         from keras_bert import BertConfig
         from keras_bert.training import Pretraining, PretrainingOptions
         config = BertConfig.from_dict({tiny_config_dict()!r})
-        def run(name, **options):
+        def run(name, strategy="one_device", **options):
             options = PretrainingOptions(**{{**dict(train_batch_size=16, num_train_steps=6,
                 num_warmup_steps=1, learning_rate=1e-3, save_checkpoints_steps=3,
                 log_steps=3, seed=1), **options}})
-            strategy = options_strategy.pop(name, "one_device")
             run = Pretraining({data!r}, {str(tmp_path)!r} + "/" + name, config, options,
                               strategy=strategy, progress=False)
-            metrics = run.fit()
-            return run, metrics
-        options_strategy = {{"two_devices": "auto"}}
-        two, two_metrics = run("two_devices")
+            return run, run.fit()
+        two, two_metrics = run("two_devices", "auto")
         one, one_metrics = run("one_device")
         difference = max(float(np.max(np.abs(keras.ops.convert_to_numpy(a.value)
                                              - keras.ops.convert_to_numpy(b.value))))

@@ -133,7 +133,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         self.stop_signal: str | None = None
         self._strategy = strategy or distribute.default_strategy()
         self._mirror = None
-        if keras.backend.backend() == "tensorflow":
+        if distribute.on_tensorflow():
             saved_model = by_position(model.variables)
             saved_optimizer = by_position(model.optimizer.variables)
         else:
