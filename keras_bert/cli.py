@@ -100,49 +100,70 @@ BACKEND_COMMANDS = {"jax": ("pretrain", "finetune"), "torch": ("pretrain", "fine
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs `keras-bert ARGV` and returns its exit code. From its first line to its
+    last, SIGTERM ends the command with 143 and Ctrl-C with 130, with one line and no
+    traceback (`keras_bert.core.stopping`): at once while it starts (nothing is written
+    yet), at the next safe point once its work has begun."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     # TensorFlow's C++ start-up lines (cuInit, oneDNN; some at error level) are noise to a
     # command-line user: errors reach them as Python exceptions. `--debug` keeps them.
     # The library itself leaves this setting to its host program.
-    argv = sys.argv[1:] if argv is None else list(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "0" if "--debug" in argv else "3")
+    from keras_bert.core import stopping
+
+    command = _command(argv)
+    prog = "keras-bert" + (f" {command[0]}" if command and command[0] in COMMANDS else "")
+    try:
+        with stopping.stop_on_signals():
+            with stopping.exits_at_once(prog):
+                args = _start(argv, command)
+            if isinstance(args, int):
+                return args
+            return _run_command(args)
+    except KeyboardInterrupt as e:  # a signal that reached no command's own report
+        print(("\n" if stopping.signal_name(e) == "SIGINT" else "")
+              + stopping.message(prog, stopping.signal_name(e)), file=sys.stderr)
+        return stopping.exit_code(e)
+
+
+def _start(argv: list[str], command: list[str] | None):
+    """Parses `argv` and loads what the command runs on (Keras, TensorFlow); returns
+    the parsed arguments, or an exit code when the command cannot run."""
     from keras_bert.pipelines import flags
 
-    parser = build_parser(_command(argv))
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
+        return flags.EXIT_USAGE
+    backend_error = _backend_error()
+    if backend_error:  # before Keras is imported, where it is a long traceback
+        print(f"{args._prog}: error: {backend_error}", file=sys.stderr)
         return flags.EXIT_USAGE
     # Every command's work runs on TensorFlow and Keras, which its module imports when it
     # starts: about a million objects and no garbage, which the cyclic garbage collector
     # would scan again and again for nothing (measured: a fifth of the CPU time of the
     # imports, 0.8 s). Imported here with the collector paused; the help and usage
     # errors above come before, without them.
-    # SIGTERM while they load (seconds) ends the command as it would end its work.
     # TensorFlow 2.21 writes its start-up lines through absl before it reads
     # TF_CPP_MIN_LOG_LEVEL: they are dropped at file descriptor 2 (not with --debug).
-    from keras_bert.core.errors import Terminated
-    from keras_bert.pipelines.stopping import native_logs_hidden, sigterm_stops
+    from keras_bert.pipelines.stopping import native_logs_hidden
 
     collecting = gc.isenabled()
     gc.disable()
     try:
-        with sigterm_stops(), native_logs_hidden("--debug" not in argv):
+        with native_logs_hidden("--debug" not in argv):
             import keras
             import tensorflow  # noqa: F401
-    except Terminated:
-        print(f"{args._prog}: terminated by SIGTERM", file=sys.stderr, flush=True)
-        # Nothing is written yet, and TensorFlow may be half imported, whose teardown at
-        # interpreter exit nothing needs: the process ends here.
-        os._exit(flags.EXIT_TERMINATED)
     finally:
         if collecting:
             gc.enable()
     backend = keras.backend.backend()
-    command = args._prog.split()[-1]
-    if backend != "tensorflow" and command not in BACKEND_COMMANDS.get(backend, ()):
+    name = args._prog.split()[-1]
+    if backend != "tensorflow" and name not in BACKEND_COMMANDS.get(backend, ()):
         # The other commands serve, read and export through TensorFlow models.
         others = BACKEND_COMMANDS.get(backend)
-        print(f"{args._prog}: error: keras-bert {command} runs Keras on the TensorFlow "
+        print(f"{args._prog}: error: keras-bert {name} runs Keras on the TensorFlow "
               f"backend, and KERAS_BACKEND is {backend!r}; unset it or set "
               "KERAS_BACKEND=tensorflow (a model trained on another backend is read there "
               "as it is)"
@@ -151,15 +172,52 @@ def main(argv: list[str] | None = None) -> int:
                  f"; under {backend}, use the library's model: keras_bert.load_encoder, "
                  "keras_bert.model."), file=sys.stderr)
         return flags.EXIT_USAGE
-    # From here to where a command installs its own SIGTERM handling (while it imports
-    # its modules and checks its arguments), SIGTERM still ends it with one line and 143,
-    # not silently by the default action.
-    try:
-        with sigterm_stops(insist=False):
-            return flags.run_command(args._prog, args._run, args)
-    except Terminated:
-        print(f"{args._prog}: terminated by SIGTERM", file=sys.stderr)
-        return flags.EXIT_TERMINATED
+    return args
+
+
+# The Keras backends keras-bert knows (keras.backend's names; "torch" is PyTorch).
+KERAS_BACKENDS = ("tensorflow", "jax", "torch", "numpy", "openvino")
+
+
+def _backend_error() -> str | None:
+    """Why KERAS_BACKEND (or the backend in keras.json) cannot be used, before Keras is
+    imported (where a bad one is a long traceback), or None."""
+    backend = os.environ.get("KERAS_BACKEND")
+    where = "KERAS_BACKEND"
+    if backend is None:
+        keras_home = os.environ.get("KERAS_HOME") or os.path.join(
+            os.path.expanduser("~"), ".keras")
+        try:
+            import json
+
+            with open(os.path.join(keras_home, "keras.json"), encoding="utf-8") as f:
+                backend = json.load(f).get("backend")
+            where = f"the \"backend\" of {os.path.join(keras_home, 'keras.json')}"
+        except (OSError, ValueError, AttributeError):
+            return None
+        if backend is None:
+            return None
+    if backend in KERAS_BACKENDS:
+        return None
+    return (f"{where} is {backend!r}, which is no Keras backend; set it to one of "
+            f"{', '.join(KERAS_BACKENDS[:3])} (tensorflow runs every command), or unset it.")
+
+
+def _run_command(args) -> int:
+    """Runs the parsed command under the exit-code rule (`flags.run_command`); a signal
+    whose exception was lost on the way (the command ended otherwise) still ends it
+    with the signal's code and line."""
+    from keras_bert.core import stopping
+    from keras_bert.pipelines import flags
+
+    code = flags.run_command(args._prog, args._run, args)
+    name = stopping.requested()
+    if name is not None:
+        if code != stopping.EXIT_CODES[name]:
+            print(stopping.message(args._prog, name), file=sys.stderr)
+        stopping.acknowledge()
+        return stopping.EXIT_CODES[name]
+    return code
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import os
 import re
 import warnings
 
+from keras_bert.core import stopping
 from keras_bert.core.errors import ArgumentError, InputNotFoundError
 from keras_bert.core.precision import PRECISIONS
 from keras_bert.pipelines.flags import (
@@ -44,7 +45,7 @@ from keras_bert.pipelines.flags import (
     require_file,
     require_output_directory,
 )
-from keras_bert.pipelines.stopping import native_logs_hidden, sigterm_stops
+from keras_bert.pipelines.stopping import native_logs_hidden
 
 # --format -> (what it writes, the flags that only the SavedModel takes: name -> the value
 # that means "not given").
@@ -117,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     # SIGTERM stops an export as Ctrl-C does (exit 143): the version being written is
     # removed, and so are NAME/ and --output_dir if this export created them. The C++
     # converters' log lines are shown with --debug only.
-    with sigterm_stops(), native_logs_hidden(not args.debug):
+    with stopping.stop_on_signals(), native_logs_hidden(not args.debug):
         card, path = _export(args)
     if OUTPUT.mode == "text":
         print(json.dumps(card, indent=2, sort_keys=True))

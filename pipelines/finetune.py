@@ -97,7 +97,9 @@ def run(args: argparse.Namespace) -> int:
             "finetune", round(finetuning.steps_per_epoch() * options.num_train_epochs),
             every=50)
         try:
-            metrics = finetuning.run(callbacks=[progress] if progress else [])
+            # Another run may have written --output_dir meanwhile: nothing is replaced.
+            with blame("output_dir", OutputError):
+                metrics = finetuning.run(callbacks=[progress] if progress else [])
         except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (RunTerminated)
             return _stopped(getattr(e, "signal_name", "SIGINT"), args.output_dir)
     shown = metrics_summary(finetuning.task, metrics)

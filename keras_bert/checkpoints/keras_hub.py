@@ -14,7 +14,6 @@ epsilon has no keras-hub BERT preset (see `save_keras_hub_preset`).
 from __future__ import annotations
 
 import datetime
-import json
 import logging
 import os
 from typing import NamedTuple
@@ -26,12 +25,13 @@ from keras_bert.checkpoints.names import encoder_slots
 from keras_bert.core.errors import (
     ArgumentError,
     CheckpointError,
+    DataError,
     InputNotFoundError,
     VocabError,
     VocabMismatchError,
 )
 from keras_bert.core.fileio import atomic_directory, json_text
-from keras_bert.model.config import BertConfig
+from keras_bert.model.config import BertConfig, read_json_object
 from keras_bert.model.encoder import BertEncoder
 from keras_bert.text.vocab import load_vocab
 
@@ -60,6 +60,12 @@ _BLOCK = {**{f"attention/self/{p}": f"_self_attention_layer/{p}_dense"
           "intermediate/dense": "_feedforward_intermediate_dense",
           "output/dense": "_feedforward_output_dense",
           "output/LayerNorm": "_feedforward_layer_norm"}
+# Each BertConfig field by its key in a BertBackbone's config (one dropout for both rates).
+_BACKBONE_KEYS = {"vocab_size": "vocabulary_size", "hidden_size": "hidden_dim",
+                  "num_layers": "num_layers", "num_heads": "num_heads",
+                  "intermediate_size": "intermediate_dim", "hidden_dropout": "dropout",
+                  "attention_dropout": "dropout", "max_position_embeddings": "max_sequence_length",
+                  "type_vocab_size": "num_segments"}
 # The classifier head's dense layer in task.weights.h5, and the state of the optimizer
 # that keras-hub compiles a BertTextClassifier with (Adam(5e-5), unbuilt), which it expects.
 _HEAD = "layers/dense/vars"
@@ -101,17 +107,18 @@ def keras_hub_weight_name(google_name: str) -> str:
     return f"layers/{group}/vars/{index}"
 
 
-def _read_json(path: str) -> dict:
-    with unreadable(path), open(path, encoding="utf-8") as f:
-        data = json.load(f)
-    if not isinstance(data, dict):
-        raise CheckpointError(f"{path} holds {type(data).__name__}, not a JSON object.")
-    return data
+def _read_json(path: str, expected: str = "an object") -> dict:
+    """The JSON object in `path`; a `DataError` naming the file (and the line and column
+    of a JSON fault) when it is not one."""
+    with unreadable(path):
+        return read_json_object(path, expected)
 
 
 def is_keras_hub_preset(path: str | os.PathLike) -> bool:
     """Whether `path` is a keras-hub preset directory: its `config.json` is a serialized
-    keras-hub object (`module` keras_hub..., `class_name`, `config`), whatever model.
+    keras-hub object (`module` keras_hub..., `class_name`, `config`), whatever model, or
+    is no JSON object (invalid JSON, a list) beside a `model.weights.h5`, so that reading
+    the preset names the fault in its config.json.
 
     >>> import tempfile
     >>> directory = tempfile.mkdtemp()
@@ -123,10 +130,13 @@ def is_keras_hub_preset(path: str | os.PathLike) -> bool:
     >>> is_keras_hub_preset(directory)
     True
     """
+    path = os.fspath(path)
     try:
-        data = _read_json(os.path.join(os.fspath(path), KERAS_HUB_CONFIG))
-    except (OSError, CheckpointError):  # none, or not a JSON object: not a preset
+        data = _read_json(os.path.join(path, KERAS_HUB_CONFIG))
+    except OSError:  # no config.json: not a preset
         return False
+    except DataError:  # laid out as a preset: reading its config names the fault
+        return os.path.isfile(os.path.join(path, KERAS_HUB_WEIGHTS))
     return ("class_name" in data and "config" in data
             and (str(data.get("module", "")).startswith("keras_hub")
                  or str(data.get("registered_name", "")).startswith("keras_hub>")))
@@ -145,26 +155,26 @@ def read_keras_hub_config(path: str | os.PathLike) -> BertConfig:
     config_path = os.path.join(path, KERAS_HUB_CONFIG)
     if not os.path.isfile(config_path):
         raise InputNotFoundError(f"keras-hub preset {path!r} has no {KERAS_HUB_CONFIG}.")
-    data = _read_json(config_path)
+    data = _read_json(config_path, "a serialized keras-hub BertBackbone (an object with "
+                                   "module, class_name and config)")
     if data.get("class_name") != "BertBackbone":
-        raise CheckpointError(
-            f"keras-hub preset {path!r} holds a {data.get('class_name')!r} "
-            f"({data.get('module')}), not a BertBackbone: keras_bert reads keras-hub's "
-            "BERT presets only.")
-    c = data.get("config") or {}
+        what = (f"a {data['class_name']!r} ({data.get('module')})" if "class_name" in data
+                else "no keras-hub object (its config.json names no class_name)")
+        raise CheckpointError(f"keras-hub preset {path!r} holds {what}, not a BertBackbone: "
+                              "keras_bert reads keras-hub's BERT presets only.")
+    c = data.get("config")
+    if not isinstance(c, dict):
+        raise DataError(f"its config is {c!r}, expected an object with the BertBackbone's "
+                        "fields (vocabulary_size, hidden_dim, num_layers, ...).",
+                        path=config_path)
     try:
-        dropout = float(c.get("dropout", 0.1))
-        return BertConfig(
-            vocab_size=int(c["vocabulary_size"]), hidden_size=int(c["hidden_dim"]),
-            num_layers=int(c["num_layers"]), num_heads=int(c["num_heads"]),
-            intermediate_size=int(c["intermediate_dim"]), hidden_act=KERAS_HUB_ACTIVATION,
-            hidden_dropout=dropout, attention_dropout=dropout,
-            max_position_embeddings=int(c.get("max_sequence_length", 512)),
-            type_vocab_size=int(c.get("num_segments", 2)),
-            layer_norm_eps=KERAS_HUB_LAYER_NORM_EPS)
-    except (KeyError, TypeError, ValueError) as e:
-        raise CheckpointError(f"{config_path}: not a complete BertBackbone config "
-                              f"({type(e).__name__}: {e}).") from e
+        return BertConfig.from_fields(c, _BACKBONE_KEYS, hidden_act=KERAS_HUB_ACTIVATION,
+                                      layer_norm_eps=KERAS_HUB_LAYER_NORM_EPS)
+    except KeyError as e:
+        raise DataError(f"not a complete BertBackbone config: it lacks the required field "
+                        f"{e.args[0]!r}.", path=config_path) from None
+    except ArgumentError as e:
+        raise DataError(f"its BertBackbone config: {e}", path=config_path) from None
 
 
 def keras_hub_vocab(path: str | os.PathLike) -> str | None:

@@ -9,7 +9,7 @@ import json
 import os
 
 from keras_bert.checkpoints.google import GOOGLE_CKPT, GOOGLE_CONFIG, google_config, open_google
-from keras_bert.checkpoints.huggingface import HF_WEIGHTS, hf_config, open_huggingface
+from keras_bert.checkpoints.huggingface import HF_CONFIG, HF_WEIGHTS, hf_config, open_huggingface
 from keras_bert.checkpoints.keras_hub import (
     is_keras_hub_preset,
     load_keras_hub_encoder,
@@ -23,6 +23,7 @@ from keras_bert.checkpoints.matching import (
     unreadable,
 )
 from keras_bert.checkpoints.model_garden import (
+    MODEL_GARDEN_PARAMS,
     TF2_VALUE,
     load_model_garden_encoder,
     model_garden_config,
@@ -38,7 +39,11 @@ from keras_bert.checkpoints.native import (
     training_checkpoint_config,
 )
 from keras_bert.checkpoints.remote import resolve_checkpoint_name
-from keras_bert.checkpoints.training_runs import find_run_directory, latest_run_checkpoint
+from keras_bert.checkpoints.training_runs import (
+    RUN_CONFIG,
+    find_run_directory,
+    latest_run_checkpoint,
+)
 from keras_bert.core.errors import CheckpointError, InputNotFoundError
 from keras_bert.model.config import BertConfig
 from keras_bert.model.encoder import BertEncoder
@@ -220,6 +225,31 @@ def read_config(path: str | os.PathLike) -> BertConfig:
     if fmt == "training":
         return training_checkpoint_config(resolved)
     return google_config(resolved)
+
+
+def config_file(path: str | os.PathLike) -> str | None:
+    """The file that `read_config` reads a checkpoint's config from (for messages that
+    name it): keras_bert_config.json, a Hugging Face or keras-hub config.json, Google's
+    bert_config.json, a tf-models-official params.yaml, a `keras-bert pretrain` run's
+    run_config.json; None for a tf-models-official checkpoint whose config is read off
+    its variable shapes.
+
+    Example:
+
+    >>> config_file("uncased_L-12_H-768_A-12")  # doctest: +SKIP
+    '.../uncased_L-12_H-768_A-12/bert_config.json'
+    """
+    fmt, resolved = _detect(path)
+    if fmt == "keras_bert":
+        return os.path.join(resolved, KERAS_BERT_CONFIG)
+    if fmt in ("hf", "keras_hub"):
+        return os.path.join(resolved, HF_CONFIG)
+    if fmt == "training":
+        return os.path.join(find_run_directory(resolved), RUN_CONFIG)
+    directory = os.path.dirname(resolved) or "."
+    candidates = [GOOGLE_CONFIG] + ([MODEL_GARDEN_PARAMS] if fmt == "tf2" else [])
+    return next((os.path.join(directory, name) for name in candidates
+                 if os.path.isfile(os.path.join(directory, name))), None)
 
 
 def load_encoder(path: str | os.PathLike, output_attentions: bool = False,

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from keras_bert.checkpoints.names import Slot
-from keras_bert.core.errors import CheckpointError
+from keras_bert.core.errors import CheckpointError, KerasBertError
 from keras_bert.model.config import BertConfig
 
 logger = logging.getLogger("keras_bert")
@@ -112,10 +112,11 @@ def report_unused(source: str, available: set[str], used: set[str], expected_ext
 @contextlib.contextmanager
 def unreadable(path: str):
     """Turns a library's failure to parse a checkpoint file (truncated, corrupt, not the
-    format) into a `CheckpointError` that names the file."""
+    format) into a `CheckpointError` that names the file; keras_bert's own errors (a
+    field out of range, JSON that is not valid) pass as they are."""
     try:
         yield
-    except CheckpointError:
+    except KerasBertError:
         raise
     except Exception as e:  # safetensors, h5py and TF raise their own types
         if isinstance(e, (FileNotFoundError, PermissionError)):

@@ -7,7 +7,6 @@ their run's config; and the check that a fine-tuned run's Keras model file
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -22,9 +21,9 @@ from keras_bert.checkpoints.training_runs import (
     find_run_directory,
     read_run_record,
 )
-from keras_bert.core.errors import CheckpointError
+from keras_bert.core.errors import CheckpointError, DataError
 from keras_bert.core.fileio import atomic_directory, json_text
-from keras_bert.model.config import BertConfig
+from keras_bert.model.config import BertConfig, read_json_object
 from keras_bert.model.encoder import BertEncoder
 
 logger = logging.getLogger("keras_bert")
@@ -40,10 +39,19 @@ _KERAS_ARCHIVE_WEIGHTS = "model.weights."
 
 
 def native_config(directory: str) -> BertConfig:
-    """The `BertConfig` recorded in a directory written by `save_encoder`."""
+    """The `BertConfig` recorded in a directory written by `save_encoder`; a `DataError`
+    naming the file when it records none, or one with a field of the wrong type or
+    range."""
     path = os.path.join(directory, KERAS_BERT_CONFIG)
-    with unreadable(path), open(path, encoding="utf-8") as f:
-        return BertConfig.from_dict(json.load(f)["config"])
+    with unreadable(path):
+        record = read_json_object(path, "an object with keras_bert's encoder config")
+    if not isinstance(record.get("config"), dict):
+        raise DataError("records no encoder config (its \"config\" object); save the "
+                        "encoder again with save_encoder.", path=path)
+    try:
+        return BertConfig.from_dict(record["config"])
+    except ValueError as e:  # an unknown field, a value of the wrong type or range
+        raise DataError(str(e), path=path) from None
 
 
 def load_native_encoder(directory: str, output_attentions: bool = False,

@@ -7,15 +7,17 @@ from __future__ import annotations
 import json
 import os
 
+from keras_bert.checkpoints.finetuning_runs import FINETUNED_MODEL, is_finetuning_run
 from keras_bert.checkpoints.keras_hub import (
     is_keras_hub_preset,
     keras_hub_lower_case,
     keras_hub_vocab,
 )
+from keras_bert.checkpoints.loading import config_file
 from keras_bert.checkpoints.remote import resolve_checkpoint_name
 from keras_bert.checkpoints.training_runs import find_run_directory, read_run_record
 from keras_bert.core import fileio
-from keras_bert.core.errors import VocabMismatchError
+from keras_bert.core.errors import UserInputError, VocabMismatchError
 from keras_bert.text.vocab import VOCAB_FILE
 
 
@@ -32,6 +34,10 @@ def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: s
     wrong ids without any other sign: every sentence embeds alike. Returns the file's
     token count.
 
+    Where `vocab_file` is `checkpoint`'s own vocab.txt (none was given), a size that
+    differs is the checkpoint's fault, not an argument's: the error names its config
+    file and its vocab.txt, and its `field` is None.
+
     Example:
 
     >>> import tempfile
@@ -46,12 +52,15 @@ def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: s
 
     tokens = load_vocab(vocab_file)
     size = len(tokens)
+    own = checkpoint_vocab(checkpoint) if checkpoint is not None else None
+    is_own = own is not None and os.path.abspath(own) == os.path.abspath(os.fspath(vocab_file))
+    if size != vocab_size and is_own:
+        raise _inconsistent_checkpoint(os.fspath(checkpoint), own, size, vocab_size)
     if size != vocab_size:
         raise VocabMismatchError(f"the vocab {os.fspath(vocab_file)} has {size} tokens but "
                                  f"{owner} has {vocab_size}; use the vocab.txt that came "
                                  "with the model.")
-    own = checkpoint_vocab(checkpoint) if checkpoint is not None else None
-    if own is None or os.path.abspath(own) == os.path.abspath(os.fspath(vocab_file)):
+    if own is None or is_own:
         return size
     own_tokens = load_vocab(own)
     remedy = ("leave vocab_file out to use it, or give a copy of it" if exact else
@@ -68,6 +77,26 @@ def check_vocab_matches(vocab_file: str | os.PathLike, vocab_size: int, owner: s
             f"the vocab {os.fspath(vocab_file)} is not the vocab of {owner}: it has {size} "
             f"tokens, the model's own {own} {len(own_tokens)}; {remedy}.")
     return size
+
+
+def _inconsistent_checkpoint(checkpoint: str, vocab: str, size: int,
+                             vocab_size: int) -> VocabMismatchError:
+    """The error for a checkpoint whose own vocab.txt and config disagree on the vocab's
+    size: no vocab was given (its field is None), so no argument is to blame."""
+    if is_finetuning_run(checkpoint):
+        config = os.path.join(checkpoint, FINETUNED_MODEL)
+    else:
+        try:
+            config = config_file(checkpoint)
+        except UserInputError:  # not a checkpoint read_config takes
+            config = None
+    where = config or f"the config of {checkpoint} (read off its variable shapes)"
+    return VocabMismatchError(
+        f"the checkpoint {checkpoint} does not agree with itself: {where} gives vocab_size "
+        f"{vocab_size} but its vocab {vocab} has {size} tokens (one a line, one per row of "
+        "the word embeddings), so one of the two files is not the model's; replace that "
+        "vocab.txt with the one the model was trained with, or correct vocab_size in the "
+        "config if it is the wrong one.", field=None)
 
 
 def checkpoint_vocab(path: str | os.PathLike) -> str | None:

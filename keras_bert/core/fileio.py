@@ -14,6 +14,7 @@ the temporary, and a killed process leaves at most such a hidden file, which
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import math
@@ -25,7 +26,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
 
-from keras_bert.core.errors import InputNotFoundError, OutputError, OutputExistsError
+from keras_bert.core import stopping
+from keras_bert.core.errors import InputNotFoundError, OutputError, OutputExistsError, Setting
 
 _TEMPORARY_MARK = ".tmp-"
 
@@ -79,7 +81,9 @@ def file_size(path: str) -> int:
 
 
 def rename(source: str, target: str) -> None:
-    """Renames `source` over `target` (atomic on local filesystems)."""
+    """Renames `source` over `target` (atomic on local filesystems), unless a signal
+    was noted (`keras_bert.core.stopping.check` raises it instead)."""
+    stopping.check()  # a stopped run publishes nothing
     if is_remote(source):
         _gfile().rename(source, target, overwrite=True)
     else:
@@ -145,7 +149,9 @@ def expand_patterns(patterns: str | os.PathLike | Iterable[str], what: str = "in
 
 
 def temporary_path(path: str) -> str:
-    """A fresh hidden name beside `path` to write it under until it is complete.
+    """A fresh hidden name beside `path` to write it under until it is complete. The
+    name carries the writer's process id (`.NAME.tmp-PID-RANDOM`), so that a later run
+    can tell a dead writer's leftovers from a live one's (`remove_dead_temporaries`).
 
     Example:
 
@@ -154,7 +160,76 @@ def temporary_path(path: str) -> str:
     """
     path = os.fspath(path)
     directory, name = os.path.split(path)
-    return os.path.join(directory, f".{name}{_TEMPORARY_MARK}{uuid.uuid4().hex[:8]}")
+    return os.path.join(directory,
+                        f".{name}{_TEMPORARY_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+
+
+def temporary_writer(name: str) -> int | None:
+    """The process id a temporary's name carries; None for a name without one (an
+    older temporary, or no temporary).
+
+    Example:
+
+    >>> temporary_writer(".model.tmp-4242-1a2b3c4d"), temporary_writer(".x.tmp-1a2b3c4d")
+    (4242, None)
+    """
+    name = os.path.basename(os.fspath(name).rstrip("/"))
+    if not is_temporary(name) or _TEMPORARY_MARK not in name:
+        return None
+    tail = name[name.rindex(_TEMPORARY_MARK) + len(_TEMPORARY_MARK):]
+    pid, _, rest = tail.partition("-")
+    return int(pid) if pid.isdigit() and rest else None
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` exists (this one included)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def remove_dead_temporaries(directory: str, owned: Callable[[str], bool] | None = None,
+                            unmarked: bool = False) -> list[str]:
+    """Removes the hidden temporaries in `directory` whose writer process has ended (a
+    killed download, save or export left them); a live writer's are kept, so this is
+    safe while other runs work in `directory`. Temporaries without a process id (older
+    names) are kept too, unless `unmarked`. `owned` narrows it to some targets, as for
+    `remove_stale_temporaries`. Local directories only; returns the removed paths.
+
+    Example:
+
+    >>> root = tempfile.mkdtemp()
+    >>> os.mkdir(os.path.join(root, ".model.tmp-999999999-1a2b3c4d"))  # no such process
+    >>> [os.path.basename(p) for p in remove_dead_temporaries(root)]
+    ['.model.tmp-999999999-1a2b3c4d']
+    """
+    if is_remote(directory) or not os.path.isdir(directory):
+        return []
+
+    def dead(target: str, name: str) -> bool:
+        pid = temporary_writer(name)
+        ended = unmarked if pid is None else not process_alive(pid)
+        return ended and (owned is None or owned(target))
+
+    removed = []
+    for name in os.listdir(directory):
+        target = temporary_target(name)
+        if target is None or not dead(target, name):
+            continue
+        path = os.path.join(directory, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+        removed.append(path)
+    return removed
 
 
 def is_temporary(name: str) -> bool:
@@ -337,10 +412,14 @@ def atomic_directory(directory: str | os.PathLike, write: Callable[[str], None],
     """Creates `directory` by calling `write(temporary_directory)` and renaming the
     result into place, so an interrupted write never leaves a half-written directory.
 
-    A non-empty `directory` is an `OutputError` unless `overwrite=True`, which replaces
-    it only once the new content is complete (the old one is restored if `write`
-    fails). The directory gets the mode `os.makedirs` would give it (the umask's), so
-    other users can read it where the umask lets them. Local paths only.
+    A non-empty `directory` is an `OutputExistsError` unless `overwrite=True`, which
+    replaces it only once the new content is complete. The rule holds at the rename
+    too: without `overwrite`, content another writer put in `directory` meanwhile is
+    never replaced (this write fails with `OutputExistsError` and leaves nothing); with
+    it, the later writer wins whole. A signal noted while `write` ran
+    (`keras_bert.core.stopping`) stops it before the rename. The directory gets the mode
+    `os.makedirs` would give it (the umask's), so other users can read it where the
+    umask lets them. Local paths only.
 
     Example:
 
@@ -350,34 +429,60 @@ def atomic_directory(directory: str | os.PathLike, write: Callable[[str], None],
     ['a']
     """
     directory = os.path.abspath(os.fspath(directory))
-    parent = os.path.dirname(directory)
     check_writable(directory, kind="directory")
-    os.makedirs(parent, exist_ok=True)
+    os.makedirs(os.path.dirname(directory), exist_ok=True)
     if os.path.isdir(directory) and os.listdir(directory) and not overwrite:
-        raise OutputExistsError(f"{directory!r} exists and is not empty; choose a new "
-                                "directory, remove it first, or overwrite it.")
-    name = os.path.basename(directory)
+        raise OutputExistsError.advising(
+            f"{directory!r} exists and is not empty; choose a new directory, remove it "
+            "first, or pass ", Setting("overwrite", True), " to replace it.")
     tmp = _new_temporary_directory(directory)
-    old = None
-    try:
-        write(tmp)
-        if os.path.isdir(directory):
-            if os.listdir(directory):
-                # Move the old content aside first: a directory cannot be renamed over a
-                # non-empty one, and it must survive until the new one is in place.
-                old = tempfile.mkdtemp(prefix=f".{name}.old{_TEMPORARY_MARK}", dir=parent)
+    # SIGTERM and Ctrl-C stop the write without fail, even in a library call (Python's
+    # own Ctrl-C handler loses its exception inside a gc callback).
+    with stopping.stop_on_signals():
+        try:
+            write(tmp)
+            publish_directory(tmp, directory, overwrite=overwrite)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+
+def publish_directory(source: str, directory: str, overwrite: bool = False) -> None:
+    """Renames the complete directory `source` to `directory`, which must be absent or
+    empty unless `overwrite`. The test and the rename are one step (rename(2) replaces
+    an empty directory and refuses a non-empty one), so two writers racing for one
+    `directory` never lose each other's work silently: without `overwrite` the later
+    gets `OutputExistsError`; with it, the content in place is moved aside and removed
+    once `source` is in (the later writer wins whole). Raises the noted signal
+    (`stopping.check`) instead of publishing what a stopped run wrote."""
+    stopping.check()
+    directory = os.path.abspath(directory)
+    parent, name = os.path.split(directory)
+    while True:
+        old = None
+        if overwrite and os.path.isdir(directory) and os.listdir(directory):
+            # Moved aside, not deleted: it must survive until the new one is in place.
+            old = tempfile.mkdtemp(prefix=f".{name}.old{_TEMPORARY_MARK}{os.getpid()}-",
+                                   dir=parent)
+            with contextlib.suppress(FileNotFoundError):  # another writer moved it
                 os.replace(directory, os.path.join(old, "previous"))
-            else:
-                os.rmdir(directory)
-        os.replace(tmp, directory)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None and not os.path.exists(directory):
-            os.replace(os.path.join(old, "previous"), directory)
-        raise
-    finally:
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        try:
+            os.rename(source, directory)
+        except OSError as e:
+            if old is not None and not os.path.exists(directory):
+                os.replace(os.path.join(old, "previous"), directory)
+            if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            if not overwrite:
+                raise OutputExistsError.advising(
+                    f"{directory!r} was written by another run while this one worked; "
+                    "nothing of it was replaced: choose a new directory, or pass ",
+                    Setting("overwrite", True), " to replace it.") from None
+            continue  # another writer published in between: the later one wins
+        finally:
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        return
 
 
 def _new_temporary_directory(directory: str) -> str:

@@ -27,7 +27,7 @@ import os
 import shutil
 from collections.abc import Iterator
 
-from keras_bert.core import fileio
+from keras_bert.core import fileio, stopping
 from keras_bert.core.errors import OutputExistsError
 
 
@@ -118,6 +118,12 @@ def claim_version(model_dir: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """
     model_dir = os.path.abspath(os.fspath(model_dir))
     created = _make_directories(model_dir)
+    # SIGTERM and Ctrl-C stop the export without fail (keras_bert.core.stopping).
+    with stopping.stop_on_signals():
+        yield from _claimed_version(model_dir, created)
+
+
+def _claimed_version(model_dir: str, created: list) -> Iterator[tuple[int, str]]:
     lock = temporary = None
     try:
         base = os.open(model_dir, os.O_RDONLY)
@@ -135,6 +141,7 @@ def claim_version(model_dir: str | os.PathLike) -> Iterator[tuple[int, str]]:
         if os.path.exists(target):  # made by something else than an export
             raise OutputExistsError(f"{target!r} appeared while this export was written; "
                                     "nothing was replaced: export again.")
+        stopping.check()  # a stopped export publishes nothing
         os.rename(temporary, target)
         temporary = None
     except BaseException:

@@ -12,9 +12,9 @@ chooses N).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
-import signal
 import tempfile
 import threading
 import time
@@ -24,7 +24,7 @@ import tensorflow as tf
 import tqdm
 
 from keras_bert.checkpoints.training_runs import CHECKPOINT_PREFIX, by_position
-from keras_bert.core import fileio
+from keras_bert.core import fileio, stopping
 from keras_bert.core.errors import ArgumentError, CheckpointError
 from keras_bert.training import distribute
 
@@ -153,8 +153,7 @@ class TrainingCheckpoint(keras.callbacks.Callback):
                 self._checkpoint, self._scratch, max_to_keep=1,
                 checkpoint_name=CHECKPOINT_PREFIX)
         self._initial_step = self._step = self._saved_step = 0
-        self._terminate = threading.Event()
-        self._previous_handlers: dict = {}
+        self._deferral = None
         self._preemption_handler = None
 
     # --- resuming -----------------------------------------------------------------------
@@ -204,12 +203,6 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         return path
 
     # --- termination --------------------------------------------------------------------
-    def _on_signal(self, signum, frame):
-        if self._terminate.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt  # a second Ctrl-C: stop now, without saving
-        self.stop_signal = signal.Signals(signum).name
-        self._terminate.set()
-
     def _stop(self):
         self.preempted = True
         self.stop_signal = self.stop_signal or "SIGTERM"
@@ -226,16 +219,16 @@ class TrainingCheckpoint(keras.callbacks.Callback):
             logger.warning("Training outside the main thread: SIGTERM and SIGINT will not "
                            "save a checkpoint before the process ends.")
             return
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            if signum == signal.SIGINT and signal.getsignal(signum) is signal.SIG_IGN:
-                continue
-            self._previous_handlers[signum] = signal.signal(signum, self._on_signal)
+        # The signal is only noted (keras_bert.core.stopping): the step boundary below
+        # saves and stops; a second Ctrl-C stops at once, without saving.
+        self._deferral = contextlib.ExitStack()
+        self._deferral.enter_context(stopping.deferred())
 
     def restore_signal_handlers(self):
         """Puts back the handlers that were installed before training started."""
-        for signum, handler in self._previous_handlers.items():
-            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
-        self._previous_handlers = {}
+        if self._deferral is not None:
+            self._deferral.close()
+            self._deferral = None
 
     # --- callback hooks ---------------------------------------------------------------
     def on_train_begin(self, logs=None):
@@ -246,7 +239,8 @@ class TrainingCheckpoint(keras.callbacks.Callback):
         previous, self._step = self._step, self._initial_step + batch + 1
         if self._preemption_handler is not None:
             self._preemption_handler.save_checkpoint_if_preempted()
-        elif self._terminate.is_set():
+        elif stopping.requested() is not None:
+            self.stop_signal = stopping.requested()
             path = self.save()
             logger.warning("%s: saved %s at step %d; stopping.", self.stop_signal, path,
                            self._step)

@@ -11,21 +11,18 @@ first removes what a killed run (kill -9) left.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import math
 import os
 import shutil
-import signal
-import threading
 import time
 import warnings
 
 import keras
 
 from keras_bert.checkpoints import load_encoder
-from keras_bert.core import fileio
+from keras_bert.core import fileio, stopping
 from keras_bert.core.errors import DataError, Terminated
 from keras_bert.core.precision import bfloat16_cpu_note
 from keras_bert.model.encoder import BertEncoder
@@ -65,48 +62,30 @@ _DEFAULT_OPTIONS = FinetuneOptions()
 
 
 class RunTerminated(Terminated):
-    """SIGTERM arrived while `Finetuning.run` was training or writing (see
-    `keras_bert.core.errors.Terminated`); nothing of the run is left on disk."""
+    """SIGTERM (or Ctrl-C: `signal_name` "SIGINT") arrived while `Finetuning.run` was
+    training or writing (see `keras_bert.core.errors.Terminated`); nothing of the run
+    is left on disk."""
 
 
 class _Termination(keras.callbacks.Callback):
-    """Stops a run at the next step boundary once SIGTERM has arrived: the signal
-    handler only takes note, because an exception raised at once could surface inside
-    TensorFlow's C++ code (e.g. while it traces the train step) as an unrelated error.
-    A step, the dev scoring after an epoch and the final write finish first."""
-
-    def __init__(self):
-        super().__init__()
-        self.requested = threading.Event()
+    """Stops a run at the next step boundary once a signal has arrived: under
+    `keras_bert.core.stopping.deferred` the handler only takes note, because an
+    exception raised at once could surface inside TensorFlow's C++ code (e.g. while it
+    traces the train step) as an unrelated error. A step, the dev scoring after an
+    epoch and the final write finish first; a second Ctrl-C stops at once."""
 
     def check(self):
-        if self.requested.is_set():
-            raise RunTerminated("terminated by SIGTERM")
+        name = stopping.requested()
+        if name is not None:
+            error = RunTerminated(f"terminated by {name}")
+            error.signal_name = name
+            raise error
 
     def on_train_batch_end(self, batch, logs=None):
         self.check()
 
     def on_epoch_end(self, epoch, logs=None):
         self.check()
-
-
-@contextlib.contextmanager
-def _on_sigterm(termination: _Termination):
-    """Within the block, SIGTERM sets `termination.requested` in the main thread; the
-    previous handler is put back afterwards. Outside the main thread no handler can be
-    installed and SIGTERM keeps its handler."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def terminate(signum, frame):
-        termination.requested.set()
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 @dataclasses.dataclass
@@ -274,7 +253,7 @@ class Finetuning:
         # The logs are written beside the run until it is complete, then moved in.
         logs = temporary_logs(self.output_dir)
         self._termination = _Termination()
-        with _on_sigterm(self._termination):
+        with stopping.deferred():
             try:
                 return self._run(callbacks, logs)
             finally:

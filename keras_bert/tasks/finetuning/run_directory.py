@@ -44,7 +44,8 @@ def temporary_logs(output_dir: str) -> str:
 def remove_leftovers(output_dir: str) -> list[str]:
     """Clears what an earlier run of `output_dir` left when it was killed (kill -9, a
     lost machine: no cleanup ran): the hidden temporaries beside it of the run directory,
-    its logs and a replaced run moved aside. A replaced run found moved aside while
+    its logs and a replaced run moved aside, when the process that wrote them has ended
+    (a run at work in the same output_dir keeps its own). A replaced run found moved aside while
     `output_dir` is missing (killed in the middle of `overwrite`'s two renames) is put
     back first. Returns the removed paths. Fine-tuning does not resume mid-run: a rerun
     starts clean."""
@@ -56,13 +57,17 @@ def remove_leftovers(output_dir: str) -> list[str]:
     if not os.path.exists(output_dir):
         for entry in sorted(os.listdir(parent)):
             previous = os.path.join(parent, entry, "previous")
-            if fileio.temporary_target(entry) == aside and os.path.isdir(previous):
+            pid = fileio.temporary_writer(entry)
+            if (fileio.temporary_target(entry) == aside and os.path.isdir(previous)
+                    and (pid is None or not fileio.process_alive(pid))):
                 os.replace(previous, output_dir)
                 logger.warning("Restored %s, the run an interrupted overwrite had moved "
                                "aside.", output_dir)
                 break
     owned = {name, name + LOGS_SUFFIX, aside}
-    removed = fileio.remove_stale_temporaries(parent, owned=lambda target: target in owned)
+    # Another run of this output_dir may be at work: only an ended process's leftovers.
+    removed = fileio.remove_dead_temporaries(parent, owned=lambda target: target in owned,
+                                             unmarked=True)
     for path in removed:
         logger.info("Removed %s, left by an interrupted run.", path)
     return removed
