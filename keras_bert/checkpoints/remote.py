@@ -10,17 +10,21 @@ local path wins over a release name of the same spelling.
   `huggingface_hub.snapshot_download` into its own cache, so `HF_HOME`, `HF_HUB_OFFLINE`,
   `HF_TOKEN` and revision pins behave as they do for every Hugging Face library; a repo
   whose config.json names another `model_type` than "bert" is refused before its weights
-  are fetched. huggingface_hub is imported only when an `hf://` name is resolved.
+  are fetched, and a broken cached copy (a file whose blob is gone) is named with the
+  folder to delete. huggingface_hub is imported only when an `hf://` name is resolved.
 - Google: the release's zip (`GOOGLE_RELEASES`, the links of google-research/bert's
   README) is fetched from `google_base_url()` into `cache_directory()/google/NAME/`,
-  checked against its Content-Length (and a SHA-256 where the table has one), and
-  extracted; the zip and the extraction go to hidden temporaries in the cache folder
-  and the directory is renamed into place, so an interrupted or failed download leaves
-  nothing behind.
+  checked against its Content-Length (and a SHA-256 where the table has one),
+  extracted, and checked to hold a whole checkpoint (`release_problem`); the zip and
+  the extraction go to hidden temporaries in the cache folder, named with the writer's
+  process id so that the next download sweeps a killed one's, and the directory is
+  renamed into place, so an interrupted or failed download leaves nothing behind.
 
 Without a network and without a cached copy, both raise `CheckpointUnavailableError`
 (a user's mistake for the command: exit 2) in one line that names the checkpoint and
-how to work offline. This module imports no TensorFlow.
+how to work offline; a damaged download or cached copy is a `CheckpointError` (exit 2
+too) that names the release, where it came from and what to do. This module imports no
+TensorFlow.
 """
 
 from __future__ import annotations
@@ -34,26 +38,31 @@ import os
 import re
 import shutil
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
+import zlib
+from collections.abc import Callable
 from typing import NamedTuple
 
-from keras_bert.core import fileio
+from keras_bert.core import fileio, stopping
 from keras_bert.core.errors import (
     ArgumentError,
     CheckpointError,
     DataError,
     InputNotFoundError,
+    OutputError,
 )
 from keras_bert.text.vocab import VOCAB_FILE
 
 HF_SCHEME = "hf://"
 # The files of checkpoints.huggingface (HF_CONFIG, HF_WEIGHTS) and checkpoints.google
-# (GOOGLE_CONFIG), spelled here so that this module imports no TensorFlow; a test checks
-# they agree.
+# (GOOGLE_CONFIG, GOOGLE_CKPT), spelled here so that this module imports no TensorFlow;
+# a test checks they agree.
 HF_CONFIG = "config.json"
 HF_WEIGHTS = "model.safetensors"
 GOOGLE_CONFIG = "bert_config.json"
+GOOGLE_CKPT = "bert_model.ckpt"
 # What is fetched of a Hugging Face repo: the config, the weights keras_bert reads (no
 # torch, so no pytorch_model.bin), the vocab and the casing (`checkpoint_lower_case`).
 HF_FILES = (HF_CONFIG, HF_WEIGHTS, VOCAB_FILE, "tokenizer_config.json",
@@ -64,6 +73,8 @@ HF_MODEL_TYPES = ("bert",)
 CACHE_ENV = "KERAS_BERT_CACHE"
 GOOGLE_BASE_URL_ENV = "KERAS_BERT_GOOGLE_BASE_URL"
 GOOGLE_BASE_URL = "https://storage.googleapis.com/bert_models"
+# The schemes urllib downloads from (a mirror may be a local folder: file:///mnt/bert).
+_URL_SCHEMES = ("http", "https", "ftp", "file")
 DOWNLOAD_TIMEOUT_S = 60
 _CHUNK = 1 << 20
 
@@ -196,8 +207,38 @@ def cache_directory() -> str:
 
 def google_base_url() -> str:
     """Where Google's release zips are fetched from: `$KERAS_BERT_GOOGLE_BASE_URL`, else
-    `GOOGLE_BASE_URL` (a mirror, or a local server in tests, takes the same paths)."""
-    return (os.environ.get(GOOGLE_BASE_URL_ENV) or GOOGLE_BASE_URL).rstrip("/")
+    `GOOGLE_BASE_URL` (a mirror, or a local server in tests, takes the same paths). A
+    value that is no URL urllib downloads from is an `ArgumentError` naming it.
+
+    Example:
+
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {GOOGLE_BASE_URL_ENV: "http://mirror:8080/bert/"}):
+    ...     google_base_url()
+    'http://mirror:8080/bert'
+    >>> with mock.patch.dict(os.environ, {GOOGLE_BASE_URL_ENV: "not a url"}):
+    ...     google_base_url()
+    Traceback (most recent call last):
+    ...
+    keras_bert.core.errors.ArgumentError: KERAS_BERT_GOOGLE_BASE_URL='not a url' is no URL ...
+    """
+    configured = os.environ.get(GOOGLE_BASE_URL_ENV)
+    if not configured:
+        return GOOGLE_BASE_URL
+    parts = urllib.parse.urlsplit(configured)
+    try:
+        parts.port  # noqa: B018 (raises for a port that is no number)
+        valid = (parts.scheme in _URL_SCHEMES and not any(c.isspace() for c in configured)
+                 and bool(parts.path if parts.scheme == "file" else parts.hostname))
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ArgumentError(
+            f"{GOOGLE_BASE_URL_ENV}={configured!r} is no URL to download Google's BERT "
+            f"releases from; set it to the address of a mirror that serves their zips "
+            f"under the paths of {GOOGLE_BASE_URL} (http://, https:// or file://), or unset "
+            "it.")
+    return configured.rstrip("/")
 
 
 def google_url(name: str) -> str:
@@ -270,10 +311,10 @@ def _resolve_hf(name: str) -> str:
 def _fetch_hf(name: str) -> str:
     repo_id, revision = parse_hf_name(name)
     with _hf_errors(name):
-        config_only = _hf_snapshot(repo_id, revision, [HF_CONFIG])
+        config_only = _hf_snapshot(name, repo_id, revision, [HF_CONFIG])
         _check_bert_config(name, os.path.join(config_only, HF_CONFIG))
         commit = os.path.basename(os.path.normpath(config_only))
-        directory = _hf_snapshot(repo_id, commit, list(HF_FILES))
+        directory = _hf_snapshot(name, repo_id, commit, list(HF_FILES), config_only)
     if not os.path.isfile(os.path.join(directory, HF_WEIGHTS)):
         raise CheckpointError(
             f"{name} has no {HF_WEIGHTS}, the only weights file keras_bert reads (no "
@@ -282,10 +323,61 @@ def _fetch_hf(name: str) -> str:
     return directory
 
 
-def _hf_snapshot(repo_id: str, revision: str | None, patterns: list[str]) -> str:
-    from huggingface_hub import snapshot_download
+def _hf_snapshot(name: str, repo_id: str, revision: str | None, files: list[str],
+                 snapshot: str | None = None) -> str:
+    """The snapshot directory of `repo_id` at `revision` (`snapshot`, where known)
+    holding those of `files` the repo has. A broken cached copy is a `CheckpointError`
+    (`_broken_hf_copy`): one of `files` a link to a blob that is gone, or, where the Hub
+    cannot fill it in (offline, or huggingface_hub finds no copy), the config or the
+    weights absent, or a file huggingface_hub names as missing."""
+    from huggingface_hub import constants, snapshot_download
+    from huggingface_hub.utils import LocalEntryNotFoundError
 
-    return snapshot_download(repo_id, revision=revision, allow_patterns=patterns)
+    required = (HF_CONFIG, HF_WEIGHTS)
+    try:
+        directory = snapshot_download(repo_id, revision=revision, allow_patterns=files)
+    except LocalEntryNotFoundError as e:  # IncompleteSnapshotError names its snapshot
+        directory, message = getattr(e, "snapshot_path", None) or snapshot, str(e)
+        gone = _gone(directory, files, lambda f: f in required or f in message)
+        if not gone:
+            raise
+        raise _broken_hf_copy(name, repo_id, directory, gone) from None
+    gone = _gone(directory, files, lambda f: constants.HF_HUB_OFFLINE and f in required)
+    if gone:
+        raise _broken_hf_copy(name, repo_id, directory, gone)
+    return directory
+
+
+def _gone(snapshot: str | None, files: list[str], absence_counts: Callable[[str], bool]
+          ) -> list[str]:
+    """Those of `files` a cached snapshot has lost: links to blobs that are gone, and
+    the absent ones for which `absence_counts`."""
+    if snapshot is None or not os.path.isdir(snapshot):
+        return []
+    paths = {f: os.path.join(snapshot, f) for f in files}
+    return [f for f, path in paths.items() if _dangling(path)
+            or (not os.path.lexists(path) and absence_counts(f))]
+
+
+def _dangling(path: str) -> bool:
+    """Whether `path` is a symbolic link to nothing (a cached file whose blob is gone)."""
+    return os.path.islink(path) and not os.path.exists(path)
+
+
+def _broken_hf_copy(name: str, repo_id: str, snapshot: str, gone: list[str]
+                    ) -> CheckpointError:
+    """The error of a cached snapshot without `gone`: which files, the repo's folder in
+    the hub cache to delete, and the command that fetches them again."""
+    snapshot = os.path.normpath(snapshot)
+    linked = [f for f in gone if _dangling(os.path.join(snapshot, f))]
+    why = ("a link to a blob that is gone" if linked else
+           "a download cut short; or, read offline, a revision without it")
+    return CheckpointError(
+        f"{name}'s copy in the Hugging Face cache is {'broken' if linked else 'incomplete'}: "
+        f"{snapshot} has no {' or '.join(gone)} ({why}); delete "
+        f"{os.path.dirname(os.path.dirname(snapshot))} and run the command again with a "
+        f"network (HF_HUB_OFFLINE unset), or run `hf download {repo_id} "
+        f"{' '.join(gone)} --revision {os.path.basename(snapshot)}`.")
 
 
 def _check_bert_config(name: str, config_path: str) -> None:
@@ -355,22 +447,38 @@ def _hf_unavailable(name: str, constants, error: BaseException) -> CheckpointUna
 # --- Google's releases --------------------------------------------------------------------
 
 def _resolve_google(name: str, progress: bool) -> str:
-    """`cache_directory()/google/NAME`, downloaded and extracted first if absent."""
+    """`cache_directory()/google/NAME`, downloaded, extracted and checked first if absent
+    (dead downloads' temporaries in that folder are swept before); a cached copy that is
+    no whole checkpoint is a `CheckpointError` naming the folder to delete."""
     folder = os.path.join(cache_directory(), "google")
     target = os.path.join(folder, name)
     if os.path.isdir(target):
+        problem = release_problem(target)
+        if problem:
+            raise CheckpointError(
+                f"The keras_bert cache's copy of Google's BERT release {name!r} is broken: "
+                f"{target} {problem}; delete that folder and run the command again to "
+                "download it anew.")
         return target
+    url = google_url(name)  # a malformed KERAS_BERT_GOOGLE_BASE_URL is refused first
     fileio.check_writable(folder, kind="directory", what="the keras_bert cache")
     created = [d for d in (folder, cache_directory()) if not os.path.isdir(d)]
     os.makedirs(folder, exist_ok=True)
-    url = google_url(name)
+    fileio.remove_dead_temporaries(folder)
     archive = fileio.temporary_path(target + ".zip")
     staging = fileio.temporary_path(target)
+    # SIGTERM and Ctrl-C stop a download without fail, and nothing half-fetched enters
+    # the cache (keras_bert.core.stopping).
     try:
         try:
-            _download(name, url, archive, progress)
-            _extract(name, url, archive, staging)
-            _install(_release_root(name, url, staging), target)
+            with stopping.stop_on_signals():
+                _download(name, url, archive, progress)
+                _extract(name, url, archive, staging)
+                root = _release_root(name, url, staging)
+                problem = release_problem(root)
+                if problem:
+                    raise _bad_download(name, url, f"unpacks to a folder that {problem}")
+                _install(root, target)
         finally:  # also on KeyboardInterrupt: no temporary survives
             with contextlib.suppress(FileNotFoundError):
                 os.remove(archive)
@@ -383,6 +491,50 @@ def _resolve_google(name: str, progress: bool) -> str:
     return target
 
 
+def release_problem(directory: str) -> str | None:
+    """What keeps a folder from being a Google checkpoint keras_bert loads, said as what
+    it holds or lacks ("has no vocab.txt"), or None for a whole one: `GOOGLE_CONFIG` (a
+    JSON object), `VOCAB_FILE`, `GOOGLE_CKPT`'s index and each of the data shards their
+    names count (`bert_model.ckpt.data-00000-of-00001`), none of them empty.
+
+    Example:
+
+    >>> import tempfile
+    >>> directory = tempfile.mkdtemp()
+    >>> release_problem(directory)
+    'has no bert_config.json, vocab.txt, bert_model.ckpt.index or bert_model.ckpt.data-* file'
+    >>> for name in ("vocab.txt", "bert_model.ckpt.index", "bert_model.ckpt.data-00001-of-00002"):
+    ...     _ = open(os.path.join(directory, name), "w").write("x")
+    >>> _ = open(os.path.join(directory, "bert_config.json"), "w").write('{"hidden_size": 8}')
+    >>> release_problem(directory)
+    'has no bert_model.ckpt.data-00000-of-00002'
+    """
+    def whole(name: str) -> bool:
+        path = os.path.join(directory, name)
+        return os.path.isfile(path) and os.path.getsize(path) > 0
+
+    data = f"{GOOGLE_CKPT}.data-"
+    shards = sorted(n for n in os.listdir(directory) if n.startswith(data))
+    counts = re.fullmatch(r"\d{5}-of-(\d{5})", shards[-1][len(data):]) if shards else None
+    wanted = [GOOGLE_CONFIG, VOCAB_FILE, f"{GOOGLE_CKPT}.index"]
+    if counts:
+        wanted += [f"{data}{i:05d}-of-{counts[1]}" for i in range(int(counts[1]))]
+    missing = [n for n in wanted if not whole(n)]
+    if not counts:
+        missing.append(f"{data}* file")
+    if missing:
+        listed = ", ".join(missing[:-1]) + " or " if len(missing) > 1 else ""
+        return f"has no {listed}{missing[-1]}"
+    try:
+        with open(os.path.join(directory, GOOGLE_CONFIG), encoding="utf-8") as f:
+            config = json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        return f"has a {GOOGLE_CONFIG} that is no valid JSON ({e})"
+    if not isinstance(config, dict):
+        return f"has a {GOOGLE_CONFIG} that is no JSON object"
+    return None
+
+
 def _google_unavailable(name: str, url: str, why: str) -> CheckpointUnavailableError:
     folder = os.path.join(cache_directory(), "google")
     return CheckpointUnavailableError(
@@ -390,6 +542,17 @@ def _google_unavailable(name: str, url: str, why: str) -> CheckpointUnavailableE
         f"could not be downloaded from {url} ({why}); to work offline, download that zip "
         f"by hand, unzip it and pass its directory, or set {CACHE_ENV} to a cache that "
         f"holds google/{name}/.")
+
+
+def _bad_download(name: str, url: str, what: str) -> CheckpointError:
+    """The error of a download that arrived but is no usable release (damaged, another
+    file, an incomplete zip): `what` says how; nothing of it is kept."""
+    source = (f"that {GOOGLE_BASE_URL_ENV} names a mirror of Google's release zips"
+              if os.environ.get(GOOGLE_BASE_URL_ENV) else "your network or proxy")
+    return CheckpointError(
+        f"The download of Google's BERT release {name!r} from {url} {what}; nothing was "
+        f"kept in the cache: run the command again to download it anew, and if it fails "
+        f"the same way, check {source}.")
 
 
 def _download(name: str, url: str, archive: str, progress: bool) -> None:
@@ -412,18 +575,18 @@ def _download(name: str, url: str, archive: str, progress: bool) -> None:
             name, url, f"the download stopped after {size} of {total} bytes")
     expected = GOOGLE_RELEASES[name].sha256
     if expected and digest != expected:
-        raise CheckpointError(f"the download of {name} from {url} has SHA-256 {digest}, "
-                              f"not the release's {expected}; it was not kept.")
+        raise _bad_download(name, url, f"has SHA-256 {digest}, not the release's {expected}")
 
 
 def _copy_response(response, out, total: int | None, name: str, progress: bool
                    ) -> tuple[int, str]:
-    """Copies a response's body to `out` under a progress bar; (bytes, hex SHA-256)."""
+    """Copies a response's body to `out` under a progress bar (drawn on a terminal
+    only); (bytes, hex SHA-256)."""
     from tqdm import tqdm
 
     digest, size = hashlib.sha256(), 0
     with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
-              desc=f"downloading {name}", disable=not progress) as bar:
+              desc=f"downloading {name}", disable=None if progress else True) as bar:
         while chunk := response.read(_CHUNK):
             out.write(chunk)
             digest.update(chunk)
@@ -433,12 +596,24 @@ def _copy_response(response, out, total: int | None, name: str, progress: bool
 
 
 def _extract(name: str, url: str, archive: str, staging: str) -> None:
+    """Unpacks the zip `archive` into `staging`: a damaged one (not a zip, a broken
+    deflate stream, a wrong CRC) is a `CheckpointError`, a cache folder that cannot take
+    it (a full disk) an `OutputError`."""
     try:
         with zipfile.ZipFile(archive) as zipped:
             zipped.extractall(staging)
-    except zipfile.BadZipFile as e:
-        raise CheckpointError(f"the download of {name} from {url} is no zip archive "
-                              f"({e}); it was not kept.") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError,
+            RuntimeError) as e:  # not a zip; damaged data; a method or password it lacks
+        what = ("is no zip archive" if not zipfile.is_zipfile(archive)
+                else "is a damaged or unreadable zip")
+        kind = "zlib.error" if isinstance(e, zlib.error) else type(e).__name__
+        raise _bad_download(name, url, f"{what} ({kind}: {e})") from None
+    except OSError as e:
+        folder = os.path.dirname(staging)
+        raise OutputError(
+            f"Google's BERT release {name!r} could not be unpacked into the keras_bert "
+            f"cache {folder} ({e.strerror or e}); nothing was kept: make room there (or "
+            f"make it writable), or set {CACHE_ENV} to another folder.") from None
 
 
 def _release_root(name: str, url: str, staging: str) -> str:
@@ -449,14 +624,14 @@ def _release_root(name: str, url: str, staging: str) -> str:
     found = [os.path.join(staging, n) for n in sorted(os.listdir(staging))
              if os.path.isfile(os.path.join(staging, n, GOOGLE_CONFIG))]
     if len(found) != 1:
-        raise CheckpointError(f"the zip of {name} from {url} holds no single folder with "
-                              f"a {GOOGLE_CONFIG}; it was not kept.")
+        raise _bad_download(name, url, f"holds no single folder with a {GOOGLE_CONFIG}")
     return found[0]
 
 
 def _install(root: str, target: str) -> None:
     """Renames the extracted release into place; one that another process put there
     first is kept (it is the same release)."""
+    stopping.check()
     try:
         os.rename(root, target)
     except OSError:

@@ -435,6 +435,10 @@ def atomic_directory(directory: str | os.PathLike, write: Callable[[str], None],
         raise OutputExistsError.advising(
             f"{directory!r} exists and is not empty; choose a new directory, remove it "
             "first, or pass ", Setting("overwrite", True), " to replace it.")
+    # What a killed writer of this directory left (a process that has ended; a live
+    # writer's temporary stays).
+    name = os.path.basename(directory)
+    remove_dead_temporaries(os.path.dirname(directory), owned=lambda target: target == name)
     tmp = _new_temporary_directory(directory)
     # SIGTERM and Ctrl-C stop the write without fail, even in a library call (Python's
     # own Ctrl-C handler loses its exception inside a gc callback).
