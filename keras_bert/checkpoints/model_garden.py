@@ -264,19 +264,21 @@ def _params_config(path: str) -> BertConfig:
     if act not in _MODEL_GARDEN_ACTIVATIONS:
         raise CheckpointError(f"{path}: hidden_activation {act!r} is not supported; "
                               f"supported: {sorted(_MODEL_GARDEN_ACTIVATIONS)}.")
-    try:  # tf-models-official's BertEncoderConfig defaults for absent fields
-        return BertConfig(
-            vocab_size=int(d.get("vocab_size", 30522)),
-            hidden_size=int(d.get("hidden_size", 768)),
-            num_layers=int(d.get("num_layers", 12)),
-            num_heads=int(d.get("num_attention_heads", 12)),
-            intermediate_size=int(d.get("intermediate_size", 3072)),
-            hidden_act=_MODEL_GARDEN_ACTIVATIONS[act],
-            hidden_dropout=float(d.get("dropout_rate", 0.1)),
-            attention_dropout=float(d.get("attention_dropout_rate", 0.1)),
-            max_position_embeddings=int(d.get("max_position_embeddings", 512)),
-            type_vocab_size=int(d.get("type_vocab_size", 2)),
-            initializer_range=float(d.get("initializer_range", 0.02)))
+    # tf-models-official's BertEncoderConfig defaults for absent fields; values are
+    # taken as written (a YAML `true` is no layer count), each problem named by its key.
+    defaults = {"vocab_size": 30522, "hidden_size": 768, "num_layers": 12,
+                "num_attention_heads": 12, "intermediate_size": 3072, "dropout_rate": 0.1,
+                "attention_dropout_rate": 0.1, "max_position_embeddings": 512,
+                "type_vocab_size": 2, "initializer_range": 0.02}
+    keys = {"vocab_size": "vocab_size", "hidden_size": "hidden_size",
+            "num_layers": "num_layers", "num_heads": "num_attention_heads",
+            "intermediate_size": "intermediate_size", "hidden_dropout": "dropout_rate",
+            "attention_dropout": "attention_dropout_rate",
+            "max_position_embeddings": "max_position_embeddings",
+            "type_vocab_size": "type_vocab_size", "initializer_range": "initializer_range"}
+    try:
+        return BertConfig.from_fields({**defaults, **d}, keys,
+                                      hidden_act=_MODEL_GARDEN_ACTIVATIONS[act])
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"{path}: {e}") from None
 

@@ -75,8 +75,12 @@ class ResolvedCheckpoint:
         """Raises `VocabMismatchError` unless `vocab_file` fits the model: its size, and,
         with `against_own`, its tokens against the checkpoint's own vocab.txt (see
         `check_vocab_matches`, `exact` too). Returns the vocab's token count."""
+        own = self.own_vocab
+        # The checkpoint's own vocab (none was given) is always named as its own: a size
+        # that differs is the checkpoint's fault, not the vocab_file argument's.
+        is_own = own is not None and os.path.abspath(own) == os.path.abspath(self.vocab_file)
         return check_vocab_matches(self.vocab_file, self.config.vocab_size, self.owner,
-                                   checkpoint=self.path if against_own else None,
+                                   checkpoint=self.path if against_own or is_own else None,
                                    exact=exact)
 
     def tokenizer(self):
