@@ -82,5 +82,5 @@ setup(
     include_package_data=True,
     install_requires=CORE,
     extras_require=EXTRAS,
-    entry_points={"console_scripts": ["keras-bert=keras_bert.cli:main"]},
+    entry_points={"console_scripts": ["keras-bert=keras_bert.cli:entry_point"]},
 )

@@ -2,6 +2,6 @@
 
 import sys
 
-from keras_bert.cli import main
+from keras_bert.cli import entry_point
 
-sys.exit(main())
+sys.exit(entry_point())

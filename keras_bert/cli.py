@@ -10,6 +10,7 @@ import argparse
 import gc
 import importlib
 import os
+import signal
 import sys
 
 # subcommand -> (module, one-line help)
@@ -220,5 +221,19 @@ def _run_command(args) -> int:
     return code
 
 
+def entry_point() -> int:
+    """The `keras-bert` program: `main`, then the interpreter's teardown with SIGTERM and
+    Ctrl-C blocked. The command's work is complete by then (its outputs published, its
+    line printed); a signal in the second or so TensorFlow takes to tear down would
+    otherwise kill the process by the default action (exit -2 or -15, no line) after
+    Python has put the default back. The pending signal dies with the process, which
+    exits with the command's own code."""
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry_point())

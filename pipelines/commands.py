@@ -1,5 +1,5 @@
-"""How a `keras-bert` subcommand runs: its outputs and --max_seq_length checked before
-any work, then the work under one rule for exit codes (see
+"""How a `keras-bert` subcommand runs: its outputs (writable, and sparing its inputs) and
+--max_seq_length checked before any work, then the work under one rule for exit codes (see
 `keras_bert.pipelines.reporting`). A user mistake is one line on stderr,
 `PROG: error: MESSAGE`, that names the flag to change (`field_flags.in_flag_terms`) and
 says what to do; a real failure is one short line (the traceback only with `--debug`).
@@ -14,10 +14,11 @@ import traceback
 import warnings
 from collections.abc import Callable
 
+from keras_bert.core import stopping
 from keras_bert.core.errors import UserInputError
 from keras_bert.pipelines.arguments import check_max_seq_length
 from keras_bert.pipelines.field_flags import flag_of, in_flag_terms
-from keras_bert.pipelines.paths import check_output
+from keras_bert.pipelines.paths import check_output, check_spares_input, input_paths
 from keras_bert.pipelines.reporting import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -34,7 +35,8 @@ _USER_MISTAKES = (UserInputError, FileNotFoundError, IsADirectoryError, NotADire
 def run_command(prog: str, run: Callable[[argparse.Namespace], int | None],
                 args: argparse.Namespace) -> int:
     """Runs a subcommand under the exit-code rule in this module's docstring, once its
-    outputs (`OUTPUT_FLAGS`) are known writable and its --max_seq_length long enough.
+    outputs (`OUTPUT_FLAGS`) are known writable and apart from its inputs
+    (`check_outputs_spare_inputs`) and its --max_seq_length long enough.
     Python warnings show as one line each (`PROG: warning: ...`; with `--debug`, with
     their source line)."""
     debug = getattr(args, "debug", False)
@@ -67,6 +69,55 @@ def run_command(prog: str, run: Callable[[argparse.Namespace], int | None],
 # flag destination -> what it names.
 OUTPUT_FLAGS = {"output_dir": "directory", "output": "file", "output_file": "file"}
 
+# The inputs subcommands read, by flag destination -> how its value names them
+# (`paths.input_paths`): "file", "directory", "checkpoint" (a checkpoint prefix by its
+# directory; a checkpoint name none), "patterns" (comma-separated globs: the files).
+INPUT_FLAGS = {"data_dir": "directory", "tfds_data_dir": "directory", "input": "file",
+               "input_file": "patterns", "vocab_file": "file", "config": "file",
+               "checkpoint": "checkpoint", "init_checkpoint": "checkpoint",
+               "model": "checkpoint", "run_dir": "directory"}
+# Inputs that are positional arguments -> their name in messages (others: their flag).
+INPUT_ARGUMENTS = {"run_dir": "RUN_DIR"}
+# What a subcommand's output may share with an input on purpose: subcommand -> input
+# destination -> the relations allowed (`paths.path_relation`).
+SHARED_INPUTS = {
+    # Resuming or extending a run: --output_dir is read and written, and may be (or hold)
+    # the --init_checkpoint it resumes from and its own copy of the vocab and config.
+    "pretrain": dict.fromkeys(("init_checkpoint", "vocab_file", "config"),
+                              frozenset({"is", "holds"})),
+    # Without --output_dir, evaluate writes its metrics into --model (deleting nothing).
+    "evaluate": {"model": frozenset({"is", "inside"})},
+    # Without --output_dir, plot writes into RUN_DIR/plots.
+    "plot": {"run_dir": frozenset({"inside"})},
+}
+
+
+def check_outputs_spare_inputs(command: str, args: argparse.Namespace) -> None:
+    """Raises `OutputError` (exit 2, before any work) when an output of `OUTPUT_FLAGS` is,
+    holds or lies inside an input of `INPUT_FLAGS` (a run could overwrite or delete what
+    it reads), with or without --overwrite, unless `SHARED_INPUTS` allows it for
+    subcommand `command`.
+
+    Example:
+
+    >>> check_outputs_spare_inputs("finetune", argparse.Namespace(data_dir="/", output_dir="/"))
+    Traceback (most recent call last):
+    ...
+    keras_bert.core.errors.OutputError: --output_dir '/' is the --data_dir it reads from; writing there would overwrite or delete its inputs: choose another --output_dir.
+    """
+    inputs = [(dest, path) for dest, kind in INPUT_FLAGS.items()
+              if isinstance(value := getattr(args, dest, None), str) and value
+              for path in input_paths(value, kind)]
+    shared = SHARED_INPUTS.get(command, {})
+    for output_dest in OUTPUT_FLAGS:
+        output = getattr(args, output_dest, None)
+        if not (isinstance(output, str) and output):
+            continue
+        for dest, path in inputs:
+            check_spares_input(output, flag_of(output_dest, args), path,
+                               INPUT_ARGUMENTS.get(dest) or flag_of(dest, args),
+                               shared.get(dest, ()))
+
 
 def _run(prog: str, run: Callable[[argparse.Namespace], int | None],
          args: argparse.Namespace) -> int:
@@ -76,28 +127,47 @@ def _run(prog: str, run: Callable[[argparse.Namespace], int | None],
             value = getattr(args, dest, None)
             if isinstance(value, str) and value:
                 check_output(value, kind, flag_of(dest))
+        check_outputs_spare_inputs(prog.split()[-1], args)
         return int(run(args) or EXIT_OK)
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (keras_bert.core.errors.Terminated)
-        name = getattr(e, "signal_name", "SIGINT")
-        what = "interrupted" if name == "SIGINT" else f"terminated by {name}"
-        print(("\n" if name == "SIGINT" else "") + f"{prog}: {what}", file=sys.stderr)
-        emit("error", exit_code=SIGNAL_EXIT_CODES[name], message=what)
-        return SIGNAL_EXIT_CODES[name]
-    except _USER_MISTAKES as e:
-        if getattr(args, "debug", False):
-            traceback.print_exc()
+        return _stopped(prog, stopping.signal_name(e))
+    except BaseException as e:
+        if stopping.requested() is not None:
+            # A signal's exception turned into another error on the way (TensorFlow
+            # wraps what a Python callback raised): the signal is what happened.
+            return _stopped(prog, stopping.requested())
+        if not isinstance(e, Exception):
+            raise
+        return _failed(prog, e, args)
+
+
+def _stopped(prog: str, name: str) -> int:
+    """Reports the command stopped by signal `name` and returns its exit code."""
+    what = "interrupted" if name == "SIGINT" else f"terminated by {name}"
+    print(("\n" if name == "SIGINT" else "") + f"{prog}: {what}", file=sys.stderr)
+    emit("error", exit_code=SIGNAL_EXIT_CODES[name], message=what)
+    stopping.acknowledge()
+    return SIGNAL_EXIT_CODES[name]
+
+
+def _failed(prog: str, e: Exception, args: argparse.Namespace) -> int:
+    """Reports a user mistake (exit 2) or a failure (exit 1) and returns the code."""
+    debug = getattr(args, "debug", False)
+    if isinstance(e, _USER_MISTAKES):
+        if debug:
+            traceback.print_exception(e)
         message = " ".join(in_flag_terms(e, args, _one_line(e)).split())
         print(f"{prog}: error: {message}", file=sys.stderr)
         emit("error", exit_code=EXIT_USAGE, message=message)
         return EXIT_USAGE
-    except Exception as e:  # the last line of defence; --debug shows the traceback
-        emit("error", exit_code=EXIT_FAILURE, message=f"{type(e).__name__}: {_one_line(e)}")
-        if getattr(args, "debug", False):
-            traceback.print_exc()
-            return EXIT_FAILURE
-        print(f"{prog}: failed: {type(e).__name__}: {_one_line(e)} (rerun with --debug for "
-              "the traceback)", file=sys.stderr)
+    # The last line of defence; --debug shows the traceback.
+    emit("error", exit_code=EXIT_FAILURE, message=f"{type(e).__name__}: {_one_line(e)}")
+    if debug:
+        traceback.print_exception(e)
         return EXIT_FAILURE
+    print(f"{prog}: failed: {type(e).__name__}: {_one_line(e)} (rerun with --debug for "
+          "the traceback)", file=sys.stderr)
+    return EXIT_FAILURE
 
 
 def _one_line(error: BaseException) -> str:

@@ -1,15 +1,18 @@
 """Checks of a command's paths before any work: inputs that exist and are of the right
 kind, a --model checkpoint resolved with its vocab and casing flags (`resolve_model`),
-outputs that can be written (nothing left behind by the check), and an output removed
-again when the work that created it fails.
+outputs that can be written (nothing left behind by the check) and that spare the inputs
+(`check_spares_input`), and an output removed again when the work that created it fails.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
+import glob
 import os
 import shutil
 import tempfile
+from collections.abc import Collection
 
 from keras_bert.core.errors import ArgumentError, InputNotFoundError, OutputError
 from keras_bert.core.fileio import check_writable, is_remote
@@ -98,6 +101,94 @@ def check_output(path: str, kind: str, what: str) -> None:
                           ) from None
     os.close(descriptor)
     os.remove(probe)
+
+
+def input_paths(value: str, kind: str) -> list[str]:
+    """The existing inputs an input flag's `value` names, as `check_spares_input` compares
+    them: local paths resolved (`os.path.realpath`), remote ones (`gs://...`) as given.
+    `kind` "file", "directory"; "checkpoint": a directory or file, or for a checkpoint
+    prefix (`dir/model.ckpt-100`, beside its `.index`) the directory it lives in;
+    "patterns": comma-separated globs, the local files they match (remote globs as
+    given). A local path that does not exist or is not of its kind names nothing (the
+    command says what is wrong with it), and neither does a checkpoint name (`hf://...`,
+    a Google release name).
+
+    Example:
+
+    >>> input_paths("/nonexistent/data", "directory"), input_paths("/", "file")
+    ([], [])
+    >>> input_paths("gs://b/*.txt", "patterns")
+    ['gs://b/*.txt']
+    """
+    if kind == "patterns" and not os.path.isfile(value):
+        found = []
+        for pattern in (p.strip() for p in value.split(",")):
+            if is_remote(pattern):
+                found.append(pattern)
+            elif pattern:  # as `fileio.expand_patterns` reads them
+                pattern = os.path.expanduser(pattern)
+                found += [os.path.realpath(f) for f in (
+                    [pattern] if os.path.isfile(pattern) else glob.glob(pattern))
+                    if os.path.isfile(f)]
+        return found
+    if value.startswith("hf://"):
+        return []
+    if is_remote(value):
+        return [value]
+    if kind == "checkpoint" and not os.path.exists(value) and os.path.isfile(value + ".index"):
+        return [os.path.realpath(os.path.dirname(os.path.abspath(value)))]
+    fits = {"file": os.path.isfile, "directory": os.path.isdir}.get(kind, os.path.exists)
+    return [os.path.realpath(value)] if fits(value) else []
+
+
+def path_relation(output: str, input_path: str) -> str | None:
+    """How `output` lies to `input_path` (from `input_paths`): "is" (the same path),
+    "holds" (the input inside the output), "inside" (the output inside the input) or
+    None. Local paths compare resolved (symlinks followed), remote ones as strings, a
+    remote glob's parts matched as globs.
+
+    Example:
+
+    >>> path_relation("/d", "/d/train.tsv"), path_relation("gs://b/x/", "gs://b/x")
+    ('holds', 'is')
+    >>> path_relation("gs://b/x/out", "gs://b/*"), path_relation("/d2", "/d")
+    ('inside', None)
+    """
+    def parts(path: str) -> tuple[str, list[str]]:
+        scheme, _, rest = path.partition("://") if is_remote(path) else (
+            "", "", os.path.realpath(path).replace(os.sep, "/"))
+        return scheme, [p for p in rest.split("/") if p not in ("", ".")]
+
+    (scheme, out), (input_scheme, into) = parts(output), parts(input_path)
+    same = fnmatch.fnmatchcase if scheme else str.__eq__
+    if scheme != input_scheme or not all(map(same, out, into)):
+        return None
+    return "is" if len(out) == len(into) else "holds" if len(out) < len(into) else "inside"
+
+
+def check_spares_input(output: str, what: str, input_path: str, input_what: str,
+                       allowed: Collection[str] = ()) -> None:
+    """Raises `OutputError` when the output `output` (named `what`) is, holds or lies
+    inside `input_path` (from `input_paths`; named `input_what`), unless that relation
+    (`path_relation`) is `allowed`: writing there could overwrite or delete the input, or
+    mix outputs into it.
+
+    Example:
+
+    >>> check_spares_input("/d", "--output_dir", "/d", "--data_dir")
+    Traceback (most recent call last):
+    ...
+    keras_bert.core.errors.OutputError: --output_dir '/d' is the --data_dir it reads from; writing there would overwrite or delete its inputs: choose another --output_dir.
+    """
+    relation = path_relation(output, input_path)
+    if relation is None or relation in allowed:
+        return
+    where = {"is": f"is the {input_what} it reads from",
+             "holds": f"holds the {input_what} it reads from ({input_path!r})",
+             "inside": f"lies inside the {input_what} it reads from ({input_path!r})"}
+    harm = "put outputs among" if relation == "inside" else "overwrite or delete"
+    raise OutputError(f"{what} {output!r} {where[relation]}; writing there would {harm} "
+                      f"its inputs: choose another {what}.")
 
 
 @contextlib.contextmanager

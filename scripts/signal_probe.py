@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 # Run as the child: the gc callback sends the signal from inside a collection.
 GC_CHILD = """
 import gc, os, signal, sys, time
-from keras_bert.cli import main
+from keras_bert.cli import entry_point
 at = time.monotonic() + float(sys.argv[1])
 signum = getattr(signal, sys.argv[2])
 sent = []
@@ -42,7 +42,8 @@ def send_inside_gc(phase, info):
         for _ in range(10000):  # the handler runs here, inside the callback
             pass
 gc.callbacks.append(send_inside_gc)
-sys.exit(main(sys.argv[3:]))
+sys.argv[1:] = sys.argv[3:]
+sys.exit(entry_point())
 """
 
 

@@ -298,7 +298,7 @@ CASES = [
         "finetune", "--task", "mnli", "--data_dir", str(d / "nope"), "--output_dir",
         str(d / "o"), "--preset", "tiny", "--vocab_file", VOCAB], ["--data_dir", "nope"]),
     ("finetune-no-train-file", lambda d: [
-        "finetune", "--task", "mnli", "--data_dir", str(d), "--output_dir", str(d / "o"),
+        "finetune", "--task", "mnli", "--data_dir", str(d), "--output_dir", str(d.parent / "o"),
         "--preset", "tiny", "--vocab_file", VOCAB], ["train", "train.tsv"]),
     ("finetune-row-wrong-columns", lambda d: [
         "finetune", "--task", "mnli", "--data_dir", _glue_dir(d, train_rows=[
@@ -352,7 +352,7 @@ CASES = [
      ["mnli", "qnli"]),
     ("predict-input-missing", lambda d: ["predict", "--model", str(d), "--task", "mnli",
                                          "--input", str(d / "in.tsv"), "--output",
-                                         str(d / "out.tsv")], ["--input", "in.tsv"]),
+                                         str(d.parent / "out.tsv")], ["--input", "in.tsv"]),
     ("predict-output-is-dir", lambda d: ["predict", "--model", str(d), "--task", "mnli",
                                          "--input", VOCAB, "--output", str(d)],
      ["--output", "is a directory"]),

@@ -259,7 +259,7 @@ def test_sigterm_while_the_version_is_written(run_dir, tmp_path):
 # for a while, and spins there so that the handler runs inside the callback.
 _GC_CHILD = """
 import gc, os, signal, sys, time
-from keras_bert.cli import main
+from keras_bert.cli import entry_point
 at = time.monotonic() + float(sys.argv[1])
 sent = []
 def send_inside_gc(phase, info):
@@ -271,7 +271,8 @@ def send_inside_gc(phase, info):
         for _ in range(10000):
             pass
 gc.callbacks.append(send_inside_gc)
-sys.exit(main(sys.argv[3:]))
+sys.argv[1:] = sys.argv[3:]
+sys.exit(entry_point())
 """
 
 
