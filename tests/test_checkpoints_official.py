@@ -18,6 +18,7 @@ from keras_bert import BertConfig
 from keras_bert.checkpoints import CheckpointError, load_encoder, load_pretrainer, read_config
 
 official = pytest.importorskip("official", reason="pip install keras_bert[official]")
+pytestmark = pytest.mark.official
 
 VOCAB, HIDDEN, LAYERS, HEADS, INTERMEDIATE, MAX_LEN, TYPES = 100, 32, 2, 4, 64, 64, 2
 # What the encoders below are: tf-models-official's default activation is the tanh GELU.

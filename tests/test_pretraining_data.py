@@ -441,6 +441,7 @@ def _clustered_mean(clusters):
     return mean, np.sqrt(k / (k - 1) * np.sum((sums - mean * sizes) ** 2)) / sizes.sum()
 
 
+@pytest.mark.official
 def test_nsp_and_lengths_match_the_reference_port(vocab_file, corpus_file):
     port = pytest.importorskip("official.nlp.data.create_pretraining_data")
     documents = tokenize_corpus(Path(corpus_file).read_text(encoding="utf-8"),
@@ -486,6 +487,7 @@ def test_nsp_and_lengths_match_the_reference_port(vocab_file, corpus_file):
     assert abs(stats["short_target_passes"] / passes - 0.1) < 4 * np.sqrt(0.09 / passes)
 
 
+@pytest.mark.official
 def test_instances_are_the_originals_given_the_same_random_stream(vocab_file, corpus_file,
                                                                  monkeypatch):
     """With masking left out and the same truncation, the port's create_instances_from_
@@ -807,6 +809,7 @@ def test_skip_batches_resumes_the_same_stream(dynamic_run):
 # --- interoperability with tf-models-official --------------------------------------------
 
 
+@pytest.mark.official
 def test_official_loader_reads_our_files(static_run):
     loader = pytest.importorskip("official.nlp.data.pretrain_dataloader")
     _, data, out = static_run
@@ -823,6 +826,7 @@ def test_official_loader_reads_our_files(static_run):
     np.testing.assert_array_equal(batch["input_word_ids"], data["input_ids"][:16])
 
 
+@pytest.mark.official
 def test_our_reader_reads_official_files(vocab_file, small_corpus, tmp_path):
     port = pytest.importorskip("official.nlp.data.create_pretraining_data")
     tokenization = pytest.importorskip("official.nlp.tools.tokenization")

@@ -74,6 +74,7 @@ def test_keras_bert_directory(tmp_path):
     _check(resolve_checkpoint(directory), directory, TINY, vocab, True)
 
 
+@pytest.mark.official
 def test_model_garden_tf2_checkpoint(tmp_path):
     networks = pytest.importorskip("official.nlp.modeling.networks",
                                    reason="pip install keras_bert[official]")
