@@ -4,11 +4,43 @@ from __future__ import annotations
 
 import keras
 
+from keras_bert.core.errors import ArgumentError
 from keras_bert.model import tf_fast
 from keras_bert.model.config import BertConfig
 from keras_bert.model.layers import BertEmbeddings, BertPooler, TransformerBlock, attention_bias
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+# The `Model.quantize` modes whose results keras_bert's layers compute correctly (a
+# quantized sublayer computes its own projection, see `layers.attention.quantized`).
+# Keras's "gptq" and "awq" calibrate block by block through
+# `get_quantization_layer_structure`, whose blocks take the hidden states alone; a BERT
+# block also needs the attention bias, so these models do not offer them.
+QUANTIZATION_MODES = ("int8", "int4", "float8")
+
+
+def check_quantization_mode(model, mode) -> None:
+    """Raises an `ArgumentError` unless `mode` is one of `QUANTIZATION_MODES`. The
+    `quantize` of the encoder and the task models call it with the mode Keras resolved
+    (from `mode` or a `keras.quantizers` config; Keras itself rejects unknown modes and a
+    "gptq" or "awq" without its config), before any layer changes.
+
+    Example:
+
+    >>> check_quantization_mode(None, "int8")
+    >>> check_quantization_mode(None, "gptq")
+    Traceback (most recent call last):
+    ...
+    keras_bert.core.errors.ArgumentError: quantize(mode='gptq') is not supported by ...
+    """
+    if mode in QUANTIZATION_MODES:
+        return
+    owner = type(model).__name__ if model is not None else "keras_bert's models"
+    why = (": it calibrates block by block and a BERT block needs the attention bias "
+           "besides the hidden states" if mode in ("gptq", "awq") else "")
+    raise ArgumentError(
+        f"quantize(mode={mode!r}) is not supported by {owner}{why}. Use one of "
+        f"{', '.join(map(repr, QUANTIZATION_MODES))}.", field="mode")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -28,6 +60,8 @@ class BertEncoder(keras.Model):
         output_attentions: also return the attention probabilities of every layer.
         dtype: a dtype policy for all layers, e.g. "mixed_bfloat16"; defaults to
             the global policy.
+        lora_rank: if set, `enable_lora(lora_rank)` once built (how a `.keras` file
+            restores a LoRA encoder).
 
     Example:
 
@@ -46,12 +80,18 @@ class BertEncoder(keras.Model):
     stay unknown), not layer by layer: 1.4x the eager rate on a CPU
     (`benchmarks/encoder_throughput.py`; `tf_fast.eager_inference`).
     `compile_eager_calls = False` turns that off.
+
+    `quantize("int8")` (or "int4", "float8"; `QUANTIZATION_MODES`) quantizes the dense
+    layers and embeddings after training, as `keras.Model.quantize`; `enable_lora(rank)`
+    readies the encoder for low-rank fine-tuning. Both drop what was compiled or traced
+    with the old weights, also in the task models on this encoder.
     """
 
     compile_eager_calls = True
 
     def __init__(self, config: BertConfig | dict, output_attentions: bool = False,
-                 dtype=None, name: str = "bert_encoder", **kwargs):
+                 dtype=None, lora_rank: int | None = None, name: str = "bert_encoder",
+                 **kwargs):
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
         if not isinstance(config, BertConfig):
@@ -106,6 +146,12 @@ class BertEncoder(keras.Model):
         self.embeddings = embeddings
         self.transformer_layers = blocks
         self.pooler = pooler
+        self.lora_rank = None
+        # Bumped whenever `quantize` or `enable_lora` replaces weights; task models
+        # compare it with the value their train/test/predict functions were made at.
+        self.weights_revision = 0
+        if lora_rank is not None:
+            self.enable_lora(lora_rank)
 
     def __call__(self, inputs, *args, **kwargs):
         if (tf_fast.ENABLED and self.compile_eager_calls and not args
@@ -115,15 +161,81 @@ class BertEncoder(keras.Model):
                 return outputs
         return super().__call__(inputs, *args, **kwargs)
 
+    def quantize(self, mode=None, config=None, filters=None, **kwargs):
+        """`keras.Model.quantize`, for the modes keras_bert computes correctly
+        (`QUANTIZATION_MODES`; others raise an `ArgumentError` naming them), dropping
+        the compiled eager call traced with the float weights.
+
+        Example:
+
+        >>> import numpy as np, warnings
+        >>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=100))
+        >>> with warnings.catch_warnings():  # LayerNorm and dropout have nothing to quantize
+        ...     warnings.simplefilter("ignore")
+        ...     encoder.quantize("int8")
+        >>> layer = encoder.transformer_layers[0].attention.query
+        >>> layer.quantization_mode, str(layer.kernel.dtype)
+        ('int8', 'int8')
+        """
+        check_quantization_mode(self, mode)
+        super().quantize(mode, config=config, filters=filters, **kwargs)
+        self._weights_replaced()
+
+    def enable_lora(self, rank: int) -> None:
+        """Low-rank adaptation (LoRA, Hu et al. 2021), as keras-hub's
+        `BertBackbone.enable_lora`: the query and value projections of every attention
+        layer learn a rank-`rank` update (`keras.layers.EinsumDense.enable_lora`; its
+        `kernel` is then the frozen kernel plus the scaled product of two small
+        factors), and every other weight of the encoder, those projections' kernels
+        and biases included, is frozen. Call it before `compile()`. A `.keras` file
+        stores the merged kernels and, in the config, `lora_rank`: loading it gives the
+        same outputs and the LoRA factors again (zero, ready to train on).
+
+        Example:
+
+        >>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=100))
+        >>> encoder.enable_lora(4)
+        >>> sorted({w.name for w in encoder.trainable_weights})
+        ['lora_kernel_a', 'lora_kernel_b']
+        """
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+            raise ArgumentError(f"enable_lora: rank must be a positive integer, got {rank!r}.",
+                                field="rank")
+        if self.lora_rank is not None:
+            raise ArgumentError(f"enable_lora: LoRA is already enabled on {self.name} (rank "
+                                f"{self.lora_rank}); it can be enabled once.", field="rank")
+        self.trainable = True
+        for layer in self._flatten_layers(include_self=False):
+            layer.trainable = False
+        for block in self.transformer_layers:
+            for projection in (block.attention.query, block.attention.value):
+                projection.trainable = True
+                projection.enable_lora(rank)
+                projection.bias.trainable = False
+        self.lora_rank = rank
+        self._weights_replaced()
+
+    def _weights_replaced(self) -> None:
+        """Forgets the functions traced with the weights before `quantize` or
+        `enable_lora`: the compiled eager call and Keras's train/test/predict
+        functions (task models on this encoder see `weights_revision` move)."""
+        if tf_fast.ENABLED:
+            tf_fast.forget_compiled_call(self)
+        self.train_function = self.test_function = self.predict_function = None
+        self.weights_revision += 1
+
     @property
     def word_embeddings(self) -> keras.layers.Embedding:
         """The word embedding layer (the masked-LM decoder is tied to it)."""
         return self.embeddings.word_embeddings
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "output_attentions": self.output_attentions,
-                "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-                "name": self.name, "trainable": self.trainable}
+        config = {"config": self.config.to_dict(), "output_attentions": self.output_attentions,
+                  "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+                  "name": self.name, "trainable": self.trainable}
+        if self.lora_rank is not None:
+            config["lora_rank"] = self.lora_rank
+        return config
 
     @classmethod
     def from_config(cls, config):

@@ -14,12 +14,19 @@ grappler run fastest (`benchmarks/pretraining_throughput.py`, `benchmarks/profil
 - `keep_mask`, `bert_dropout`: dropout from 16 random bits an element, not a float;
 - `self_attention`, `feed_forward`, `masked_lm_logits`: the layers' calls on those rows,
   with the softmax and GELU ops named in profiles;
-- `eager_inference`: the encoder's eager inference call as one `tf.function`;
+- `eager_inference`, `forget_compiled_call`: the encoder's eager inference call as one
+  `tf.function`, and dropping it once the encoder's weights are replaced;
 - `sum_over_replicas`: the cross-replica sum of a `tf.distribute` strategy;
 - `dense_gradient`, `fused_adam_update`, `clip_summed_and_apply`: the optimizer's
   (`keras_bert.training.optimization`) embedding gradients summed before Adam, Adam as
   TensorFlow's fused `ResourceApplyAdam` kernel, and `global_clipnorm` applied to the
   gradient summed over a `tf.distribute` strategy's replicas.
+
+The functions that read kernels serve float layers only (LoRA included: a LoRA layer's
+`kernel` is its base kernel plus the scaled low-rank product). A layer quantized by
+`Model.quantize` keeps its raw int8/int4 kernel and its scale apart, so the layers'
+calls leave these paths for their `keras.ops` form, which calls a quantized sublayer
+itself (`layers.attention.quantized`).
 
 Nothing else in the model stage imports TensorFlow, and this module imports it only on
 the TensorFlow backend, so `import keras_bert.model` under JAX or PyTorch never loads it.
@@ -225,6 +232,13 @@ def eager_inference(encoder, inputs, input_names, call):
                                autograph=False)
         _COMPILED_CALLS[encoder] = compiled
     return compiled({name: tf.convert_to_tensor(value) for name, value in inputs.items()})
+
+
+def forget_compiled_call(encoder) -> None:
+    """Drops `encoder`'s compiled inference call (`eager_inference`), if any: it was
+    traced with the variables and code path of the weights it had then, so after
+    `quantize` or `enable_lora` the next eager call traces anew."""
+    _COMPILED_CALLS.pop(encoder, None)
 
 
 def sum_over_replicas(value):

@@ -33,6 +33,25 @@ def dense_rows(rows, kernel, bias, dtype, scale=None):
     return ops.matmul(rows, kernel) + bias
 
 
+def quantized(*layers) -> bool:
+    """Whether any of `layers` (Dense, EinsumDense, Embedding) holds quantized weights
+    (`Model.quantize`). Its `kernel` (`embeddings`) is then the raw int8 or int4 tensor,
+    without its scale: only the layer's own call computes its output, so the layers of
+    this package call it instead of multiplying by the kernel, and leave their TensorFlow
+    fast paths (`tf_fast`), which read kernels, to float layers.
+
+    Example:
+
+    >>> dense = keras.layers.EinsumDense("ab,bc->ac", output_shape=4)
+    >>> dense.build((None, 8))
+    >>> before = quantized(dense)
+    >>> dense.quantize("int8")
+    >>> before, quantized(dense), str(dense.kernel.dtype)
+    (False, True, 'int8')
+    """
+    return any(layer.quantization_mode is not None for layer in layers)
+
+
 def attention_bias(input_mask, dtype="float32"):
     """Turns an input mask [batch, seq] (1 = real token) into an additive bias.
 
@@ -112,18 +131,23 @@ class BertSelfAttention(keras.layers.Layer):
         self.built = True
 
     def call(self, x, bias, training=None, return_probs=False):
-        if tf_fast.ENABLED:
+        projections = (self.query, self.key, self.value, self.output_dense)
+        if tf_fast.ENABLED and not quantized(*projections):
             return tf_fast.self_attention(self, x, bias, training, return_probs)
         # The projections use the EinsumDense kernels as plain [H, H] matrices on the
         # [batch * seq, H] rows; the 1/sqrt(H/A) scale is folded into the query kernel
-        # and bias instead of scaling the scores.
+        # and bias instead of scaling the scores. A quantized projection is the layer's
+        # own call (its kernel alone lacks the scale).
         dtype = self.compute_dtype
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
-        rows = ops.reshape(x, (-1, self.query.kernel.shape[0]))
+        rows = ops.reshape(x, (-1, x.shape[-1]))
 
         def heads(layer, scale=None):
-            y = dense_rows(rows, layer.kernel, layer.bias, dtype, scale)
-            y = ops.reshape(y, (batch, seq, self.num_heads, self.head_size))
+            if quantized(layer):
+                y = layer(x) if scale is None else layer(x) * scale
+            else:
+                y = dense_rows(rows, layer.kernel, layer.bias, dtype, scale)
+                y = ops.reshape(y, (batch, seq, self.num_heads, self.head_size))
             return ops.transpose(y, (0, 2, 1, 3))           # [batch, A, seq, H/A]
 
         q = heads(self.query, self._scale)
@@ -132,10 +156,13 @@ class BertSelfAttention(keras.layers.Layer):
         probs = ops.softmax(ops.cast(scores, "float32") + ops.cast(bias, "float32"), axis=-1)
         probs = ops.cast(probs, dtype)
         context = ops.matmul(self.dropout(probs, training=training), v)
-        context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)),
-                              (-1, self.num_heads * self.head_size))
-        out = dense_rows(context, self.output_dense.kernel, self.output_dense.bias, dtype)
-        out = ops.reshape(out, (batch, seq, out.shape[-1]))
+        context = ops.transpose(context, (0, 2, 1, 3))      # [batch, seq, A, H/A]
+        if quantized(self.output_dense):
+            out = self.output_dense(context)
+        else:
+            context = ops.reshape(context, (-1, self.num_heads * self.head_size))
+            out = dense_rows(context, self.output_dense.kernel, self.output_dense.bias, dtype)
+            out = ops.reshape(out, (batch, seq, out.shape[-1]))
         return (out, probs) if return_probs else out
 
     def compute_output_spec(self, x, bias, training=None, return_probs=False):

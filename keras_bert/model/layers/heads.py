@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert.model import tf_fast
-from keras_bert.model.layers.attention import dense_rows
+from keras_bert.model.layers.attention import dense_rows, quantized
 from keras_bert.model.layers.transformer import get_activation
 
 
@@ -112,17 +112,24 @@ class MaskedLMHead(keras.layers.Layer):
 
     def call(self, sequence_output, masked_positions):
         x = gather_positions(sequence_output, masked_positions)     # [batch, P, H]
-        if tf_fast.ENABLED:
+        if tf_fast.ENABLED and not quantized(self.transform, self.embedding):
             return tf_fast.masked_lm_logits(self, x)
         batch, predictions = ops.shape(x)[0], ops.shape(x)[1]
         rows = ops.reshape(x, (-1, x.shape[-1]))
         dtype = self.compute_dtype
-        rows = self.transform.activation(dense_rows(
-            rows, self.transform.kernel, self.transform.bias, dtype))
+        if quantized(self.transform):
+            rows = self.transform(rows)
+        else:
+            rows = self.transform.activation(dense_rows(
+                rows, self.transform.kernel, self.transform.bias, dtype))
         rows = self.layer_norm(rows)
-        # The decoder is tied to the [vocab, H] word embedding table.
-        table = ops.cast(self.embedding.embeddings, dtype)
-        logits = ops.matmul(rows, ops.transpose(table))
+        # The decoder is tied to the [vocab, H] word embedding table; a quantized table
+        # is read through the embedding's own call, which applies its scales.
+        if quantized(self.embedding):
+            table = self.embedding(ops.arange(self.embedding.input_dim, dtype="int32"))
+        else:
+            table = self.embedding.embeddings
+        logits = ops.matmul(rows, ops.transpose(ops.cast(table, dtype)))
         logits = ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
         return ops.reshape(logits, (batch, predictions, -1))
 

@@ -4,7 +4,12 @@ import keras
 from keras import ops
 
 from keras_bert.model import tf_fast
-from keras_bert.model.layers.attention import BertSelfAttention, attention_output_spec, dense_rows
+from keras_bert.model.layers.attention import (
+    BertSelfAttention,
+    attention_output_spec,
+    dense_rows,
+    quantized,
+)
 from keras_bert.model.layers.dropout import BertDropout
 
 _SQRT_HALF = 0.7071067811865476
@@ -131,15 +136,21 @@ class TransformerBlock(keras.layers.Layer):
         return (x, probs) if return_probs else x
 
     def _feed_forward(self, x, training):
-        # The feed-forward network on the [batch * seq, H] rows, like the attention.
-        if tf_fast.ENABLED:
+        # The feed-forward network on the [batch * seq, H] rows, like the attention; a
+        # quantized layer is its own call (its kernel alone lacks the scale).
+        if tf_fast.ENABLED and not quantized(self.intermediate, self.output_dense):
             return tf_fast.feed_forward(self, x, training)
         dtype = self.compute_dtype
         rows = ops.reshape(x, (-1, x.shape[-1]))
-        h = self._activation(dense_rows(rows, self.intermediate.kernel,
-                                        self.intermediate.bias, dtype))
-        h = dense_rows(h, self.output_dense.kernel, self.output_dense.bias, dtype)
+        h = self._activation(self._dense(self.intermediate, rows, dtype))
+        h = self._dense(self.output_dense, h, dtype)
         return ops.reshape(self.output_dropout(h, training=training), ops.shape(x))
+
+    @staticmethod
+    def _dense(layer, rows, dtype):
+        if quantized(layer):
+            return layer(rows)
+        return dense_rows(rows, layer.kernel, layer.bias, dtype)
 
     def compute_output_spec(self, x, bias, training=None, return_probs=False):
         return attention_output_spec(x, self.num_heads, self.compute_dtype, return_probs)
