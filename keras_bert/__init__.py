@@ -22,17 +22,19 @@ The public API:
 
 `import keras_bert` is light and the same in every process (the `keras-bert` command
 included): each name above loads its module, and TensorFlow, on first use. Keras finds
-keras_bert's classes in a `.keras` file once their module is loaded, so load a saved
-model after naming its class or its module, e.g.:
+keras_bert's classes in a `.keras` file without more: once Keras is imported (before or
+after keras_bert), the task models, the encoder and its layers are registered, so
 
-    import keras
-    import keras_bert.model.models  # the encoder, its layers and the task models
+    import keras, keras_bert
     model = keras.saving.load_model("classifier.keras")
 
-(`keras_bert.text.packing` holds `BertPreprocessor`, `keras_bert.tasks.tagging.task` the
-feature-based tagger; `load_finetuned` loads a fine-tuning run directory.)
+works in a fresh process (`keras_bert.tasks.tagging.task` holds the feature-based
+tagger; `load_finetuned` loads a fine-tuning run directory).
 """
 
+import sys
+
+from keras_bert.core import wiring
 from keras_bert.core.lazy import lazy_exports
 
 __version__ = "0.1.0"
@@ -64,6 +66,7 @@ _EXPORTS = {
     "BertPretrainer": "keras_bert.model.models",
     "BertSpanLabeler": "keras_bert.model.models",
     "BertTokenClassifier": "keras_bert.model.models",
+    "TextPreprocessor": "keras_bert.tasks.keras_face",
     "attention_maps": "keras_bert.plotting",
     "attention_summary": "keras_bert.plotting",
     "read_training_curves": "keras_bert.plotting",
@@ -87,3 +90,55 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+# The facade sits above every stage: it names the later stages' modules that implement
+# the task models' raw-text face and export (see keras_bert.core.wiring).
+wiring.provide("task_face", "keras_bert.tasks.keras_face")
+wiring.provide("task_export", "keras_bert.export.models")
+
+
+def _register_keras_classes():
+    """Registers keras_bert's Keras classes (task models, encoder, layers, the taggers,
+    the optimizer and its schedule), so that `keras.saving.load_model` finds them; these
+    modules import Keras only (no TensorFlow, which may be importing Keras right now)."""
+    import keras_bert.model.models  # noqa: F401
+    import keras_bert.tasks.tagging.models  # noqa: F401
+    import keras_bert.training.optimization  # noqa: F401
+
+
+class _AfterKerasImport:
+    """A meta path finder that registers keras_bert's classes right after `keras` itself
+    is imported (Keras is not imported here: `import keras_bert` stays light). It stays
+    in place until that import runs: a mere `importlib.util.find_spec("keras")` (as
+    TensorFlow makes) also asks it."""
+
+    searching = False
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "keras" or self.searching:
+            return None
+        import importlib.util
+
+        self.searching = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.searching = False
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_register(module):
+            exec_module(module)
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+            _register_keras_classes()
+
+        spec.loader.exec_module = exec_then_register
+        return spec
+
+
+if "keras" in sys.modules:
+    _register_keras_classes()
+elif not any(isinstance(finder, _AfterKerasImport) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _AfterKerasImport())

@@ -125,7 +125,7 @@ def input_paths(value: str, kind: str) -> list[str]:
         for pattern in (p.strip() for p in value.split(",")):
             if is_remote(pattern):
                 found.append(pattern)
-            elif pattern:  # as `fileio.expand_patterns` reads them
+            elif pattern:  # as `input_files.expand_patterns` reads them
                 pattern = os.path.expanduser(pattern)
                 found += [os.path.realpath(f) for f in (
                     [pattern] if os.path.isfile(pattern) else glob.glob(pattern))

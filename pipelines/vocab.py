@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from keras_bert.core.fileio import expand_patterns
+from keras_bert.core.input_files import expand_patterns
 from keras_bert.pipelines.flags import (
     add_boolean,
     nonnegative_int,

@@ -10,6 +10,7 @@ import os
 import shutil
 
 import pytest
+from cli_support import one_line_error
 from conftest import REPO, minilm_path, snapshot_files
 
 from keras_bert.cli import main
@@ -702,18 +703,6 @@ def _required_args(subparser, skip=()):
     return argv
 
 
-def _one_line_error(argv, capsys, *words):
-    try:
-        code = main(argv)
-    except SystemExit as e:
-        code = e.code
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert code == 2 and len(lines) == 1 and "Traceback" not in err, (argv, code, err)
-    for word in words:
-        assert word in lines[0], (word, lines[0])
-
-
 def _commands():
     from keras_bert.cli import COMMANDS
 
@@ -727,16 +716,16 @@ def test_every_number_flag_of_every_command_is_checked(command, capsys):
     checked = {flags.positive_int, flags.nonnegative_int, flags.positive_float,
                flags.nonnegative_float, flags.probability}
     subparser = _subparser(command)
-    _one_line_error([command, *_required_args(subparser), "--no_such_flag"], capsys,
+    one_line_error([command, *_required_args(subparser), "--no_such_flag"], capsys,
                     "unrecognized arguments: --no_such_flag")
     for action in subparser._actions:
         if action.type in checked:
             flag = action.option_strings[0]
-            _one_line_error([command, flag, "many"], capsys, flag, "'many'")
+            one_line_error([command, flag, "many"], capsys, flag, "'many'")
             if action.type in (flags.positive_int, flags.positive_float):
-                _one_line_error([command, flag, "0"], capsys, flag, "must be >")
+                one_line_error([command, flag, "0"], capsys, flag, "must be >")
             else:
-                _one_line_error([command, flag, "-1"], capsys, flag, "must be >= 0")
+                one_line_error([command, flag, "-1"], capsys, flag, "must be >= 0")
 
 
 @pytest.mark.parametrize("command", _commands())
@@ -752,9 +741,9 @@ def test_every_output_of_every_command_is_checked_before_it_runs(command, tmp_pa
     for action in outputs:
         flag = action.option_strings[0]
         argv = [command, *_required_args(subparser, skip={action.dest}), flag]
-        _one_line_error([*argv, _unwritable("out")], capsys, flag, "cannot be written")
+        one_line_error([*argv, _unwritable("out")], capsys, flag, "cannot be written")
         if OUTPUT_FLAGS[action.dest] == "directory":
-            _one_line_error([*argv, str(tmp_path / "a_file")], capsys, flag, "is a file")
+            one_line_error([*argv, str(tmp_path / "a_file")], capsys, flag, "is a file")
         else:
-            _one_line_error([*argv, str(tmp_path)], capsys, flag, "is a directory")
+            one_line_error([*argv, str(tmp_path)], capsys, flag, "is a directory")
     assert snapshot_files(tmp_path) == before

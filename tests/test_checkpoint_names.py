@@ -1,73 +1,43 @@
-"""Checkpoints by name (keras_bert.checkpoints.remote), never over the internet: a
-Hugging Face cache laid out by hand under HF_HOME (the hub cache's
+"""Checkpoints by name (keras_bert.checkpoints.remote and google_release), never over
+the internet: a Hugging Face cache laid out by hand under HF_HOME (the hub cache's
 models--ORG--NAME/{refs,snapshots} layout), and Google's release zips served by a local
-HTTP server that KERAS_BERT_GOOGLE_BASE_URL points at."""
+HTTP server that KERAS_BERT_GOOGLE_BASE_URL points at (checkpoint_names_support)."""
 
 import hashlib
-import http.server
-import io
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import threading
-import zipfile
 
+import checkpoint_names_support as support
 import numpy as np
 import pytest
+from checkpoint_names_support import (
+    BASE,
+    MAIN_COMMIT,
+    MINILM,
+    OLD_COMMIT,
+    SMALL,
+    cache_repo,
+)
 from conftest import REPO, minilm_path
 
-from keras_bert.checkpoints import remote
+from keras_bert.checkpoints import google_release, remote
 from keras_bert.core.errors import (
     ArgumentError,
     CheckpointError,
+    CheckpointUnavailableError,
     InputNotFoundError,
     UserInputError,
 )
 
-MINILM = "hf://sentence-transformers/all-MiniLM-L6-v2"
-MAIN_COMMIT = "c9745ed1d9f207416be6d2e6f8de32d1f16199bf"
-OLD_COMMIT = "7dbbc90392e2f80f3d3c277d6e90027e55de9125"
-SMALL = "uncased_L-2_H-128_A-2"  # a 2020 release: its zip holds the files at the top
-BASE = "cased_L-12_H-768_A-12"  # a 2018 release: its zip holds one folder, NAME/
+# The shared fixtures: the offline hub cache (HF_HOME) and the local release server.
+hf_cache = support.hf_cache
+server = support.server
 
 
 # --- Hugging Face ---------------------------------------------------------------------
-
-@pytest.fixture
-def hf_cache(tmp_path, monkeypatch):
-    """An empty hub cache under HF_HOME with HF_HUB_OFFLINE=1, set both in the
-    environment and in huggingface_hub's constants (read once, at its import)."""
-    constants = pytest.importorskip("huggingface_hub.constants")
-    home = tmp_path / "hf"
-    hub = home / "hub"
-    hub.mkdir(parents=True)
-    monkeypatch.setenv("HF_HOME", str(home))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(constants, "HF_HOME", str(home))
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub))
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    return hub
-
-
-def _cache_repo(hub, repo_id: str, commit: str, files: dict, main: bool = True) -> str:
-    """Lays out one snapshot of a repo as huggingface_hub caches it (files copied in
-    place of its blob links); `files` maps names to a source path or to bytes."""
-    repo = hub / ("models--" + repo_id.replace("/", "--"))
-    snapshot = repo / "snapshots" / commit
-    snapshot.mkdir(parents=True)
-    for name, source in files.items():
-        if isinstance(source, bytes):
-            (snapshot / name).write_bytes(source)
-        else:
-            shutil.copyfile(source, snapshot / name)
-    if main:
-        (repo / "refs").mkdir(exist_ok=True)
-        (repo / "refs" / "main").write_text(commit)
-    return str(snapshot)
-
 
 def _minilm_files() -> dict:
     model = minilm_path()
@@ -77,7 +47,7 @@ def _minilm_files() -> dict:
 
 def test_hf_name_resolves_to_the_cached_snapshot_with_the_packages_files(hf_cache):
     files = _minilm_files()
-    snapshot = _cache_repo(hf_cache, "sentence-transformers/all-MiniLM-L6-v2", MAIN_COMMIT,
+    snapshot = cache_repo(hf_cache, "sentence-transformers/all-MiniLM-L6-v2", MAIN_COMMIT,
                            files)
     directory = remote.resolve_checkpoint_name(MINILM)
     assert os.path.samefile(directory, snapshot)
@@ -96,9 +66,9 @@ def test_hf_name_resolves_to_the_cached_snapshot_with_the_packages_files(hf_cach
 
 def test_a_revision_pin_picks_its_snapshot(hf_cache):
     files = _minilm_files()
-    _cache_repo(hf_cache, "sentence-transformers/all-MiniLM-L6-v2", MAIN_COMMIT, files)
+    cache_repo(hf_cache, "sentence-transformers/all-MiniLM-L6-v2", MAIN_COMMIT, files)
     old_config = json.loads(open(files["config.json"]).read()) | {"hidden_dropout_prob": 0.2}
-    old = _cache_repo(hf_cache, "sentence-transformers/all-MiniLM-L6-v2", OLD_COMMIT,
+    old = cache_repo(hf_cache, "sentence-transformers/all-MiniLM-L6-v2", OLD_COMMIT,
                       {**files, "config.json": json.dumps(old_config).encode()}, main=False)
     directory = remote.resolve_checkpoint_name(f"{MINILM}@{OLD_COMMIT}")
     assert os.path.samefile(directory, old)
@@ -106,7 +76,7 @@ def test_a_revision_pin_picks_its_snapshot(hf_cache):
 
 
 def test_an_uncached_repo_offline_is_one_clear_error(hf_cache):
-    with pytest.raises(remote.CheckpointUnavailableError) as caught:
+    with pytest.raises(CheckpointUnavailableError) as caught:
         remote.resolve_checkpoint_name(MINILM)
     message = str(caught.value)
     assert "\n" not in message and isinstance(caught.value, UserInputError)
@@ -119,20 +89,20 @@ def test_an_unreachable_hub_is_the_same_error(hf_cache, monkeypatch):
     constants = pytest.importorskip("huggingface_hub.constants")
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
-    with pytest.raises(remote.CheckpointUnavailableError, match="the Hub cannot be reached"):
+    with pytest.raises(CheckpointUnavailableError, match="the Hub cannot be reached"):
         remote.resolve_checkpoint_name(MINILM)
 
 
 def test_a_repo_of_another_architecture_is_refused_naming_it(hf_cache):
     config = json.dumps({"model_type": "gpt2", "n_layer": 12}).encode()
-    _cache_repo(hf_cache, "openai-community/gpt2", MAIN_COMMIT, {"config.json": config})
+    cache_repo(hf_cache, "openai-community/gpt2", MAIN_COMMIT, {"config.json": config})
     with pytest.raises(CheckpointError, match="'gpt2' model"):
         remote.resolve_checkpoint_name("hf://openai-community/gpt2")
 
 
 def test_a_repo_without_safetensors_is_refused(hf_cache):
     config = open(_minilm_files()["config.json"], "rb").read()
-    _cache_repo(hf_cache, "org/torch-only", MAIN_COMMIT, {"config.json": config})
+    cache_repo(hf_cache, "org/torch-only", MAIN_COMMIT, {"config.json": config})
     with pytest.raises(CheckpointError, match="has no model.safetensors"):
         remote.resolve_checkpoint_name("hf://org/torch-only")
 
@@ -144,65 +114,6 @@ def test_malformed_hf_names_are_argument_errors(name):
 
 
 # --- Google's releases -------------------------------------------------------------------
-
-class _Server(http.server.ThreadingHTTPServer):
-    """Serves `files` (URL path -> bytes); a path in `truncated` gets its full
-    Content-Length but only half its bytes."""
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.files, self.truncated = {}, set()
-        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/bert_models"
-
-    def stop(self):
-        self.shutdown()
-        self.server_close()
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        body = self.server.files.get(self.path.removeprefix("/bert_models"))
-        if body is None:
-            self.send_error(404)
-            return
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body[:len(body) // 2] if self.path in self.server.truncated
-                         else body)
-
-    def log_message(self, *args):
-        pass
-
-
-def _release_zip(folder: str = "") -> bytes:
-    """A zip laid out like a Google release (dummy checkpoint files)."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as zipped:
-        config = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2,
-                  "intermediate_size": 512, "vocab_size": 5, "hidden_act": "gelu"}
-        zipped.writestr(folder + "bert_config.json", json.dumps(config))
-        zipped.writestr(folder + "vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
-        zipped.writestr(folder + "bert_model.ckpt.index", b"index")
-        zipped.writestr(folder + "bert_model.ckpt.data-00000-of-00001", os.urandom(4096))
-    return buffer.getvalue()
-
-
-@pytest.fixture
-def server(tmp_path, monkeypatch):
-    served = _Server()
-    served.files = {"/2020_02_20/uncased_L-2_H-128_A-2.zip": _release_zip(),
-                    "/2018_10_18/cased_L-12_H-768_A-12.zip": _release_zip(BASE + "/")}
-    monkeypatch.setenv(remote.GOOGLE_BASE_URL_ENV, served.url)
-    monkeypatch.setenv(remote.CACHE_ENV, str(tmp_path / "cache"))
-    yield served
-    served.stop()
-
 
 def _closed_port() -> int:
     with socket.socket() as s:
@@ -231,20 +142,20 @@ def test_a_release_is_downloaded_once_then_read_from_the_cache(server, tmp_path,
 
 def test_a_truncated_download_fails_cleanly(server, tmp_path):
     server.truncated.add("/bert_models/2020_02_20/uncased_L-2_H-128_A-2.zip")
-    with pytest.raises(remote.CheckpointUnavailableError, match="stopped after") as caught:
+    with pytest.raises(CheckpointUnavailableError, match="stopped after") as caught:
         remote.resolve_checkpoint_name(SMALL, progress=False)
     assert "\n" not in str(caught.value)
     assert _cached(tmp_path) == []
 
 
 def test_an_unreachable_server_without_a_cache_is_one_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setenv(remote.GOOGLE_BASE_URL_ENV, f"http://127.0.0.1:{_closed_port()}")
-    monkeypatch.setenv(remote.CACHE_ENV, str(tmp_path / "cache"))
-    with pytest.raises(remote.CheckpointUnavailableError) as caught:
+    monkeypatch.setenv(google_release.GOOGLE_BASE_URL_ENV, f"http://127.0.0.1:{_closed_port()}")
+    monkeypatch.setenv(google_release.CACHE_ENV, str(tmp_path / "cache"))
+    with pytest.raises(CheckpointUnavailableError) as caught:
         remote.resolve_checkpoint_name(SMALL, progress=False)
     message = str(caught.value)
     assert "\n" not in message and isinstance(caught.value, InputNotFoundError)
-    for part in (SMALL, "download that zip by hand", remote.CACHE_ENV):
+    for part in (SMALL, "download that zip by hand", google_release.CACHE_ENV):
         assert part in message
     assert _cached(tmp_path) == []
     assert not (tmp_path / "cache").exists()  # nor the cache directories it would have made
@@ -254,7 +165,7 @@ def test_an_interrupted_download_leaves_nothing(server, tmp_path, monkeypatch):
     def interrupted(name, url, archive, staging):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(remote, "_extract", interrupted)
+    monkeypatch.setattr(google_release, "_extract", interrupted)
     with pytest.raises(KeyboardInterrupt):
         remote.resolve_checkpoint_name(SMALL, progress=False)
     assert _cached(tmp_path) == []
@@ -262,13 +173,13 @@ def test_an_interrupted_download_leaves_nothing(server, tmp_path, monkeypatch):
 
 def test_a_checksum_mismatch_is_refused_and_a_match_kept(server, tmp_path, monkeypatch):
     body = server.files["/2020_02_20/uncased_L-2_H-128_A-2.zip"]
-    path = remote.GOOGLE_RELEASES[SMALL].path
-    monkeypatch.setitem(remote.GOOGLE_RELEASES, SMALL, remote.GoogleRelease(path, "0" * 64))
+    path = google_release.GOOGLE_RELEASES[SMALL].path
+    monkeypatch.setitem(google_release.GOOGLE_RELEASES, SMALL, google_release.GoogleRelease(path, "0" * 64))
     with pytest.raises(CheckpointError, match="SHA-256"):
         remote.resolve_checkpoint_name(SMALL, progress=False)
     assert _cached(tmp_path) == []
     digest = hashlib.sha256(body).hexdigest()
-    monkeypatch.setitem(remote.GOOGLE_RELEASES, SMALL, remote.GoogleRelease(path, digest))
+    monkeypatch.setitem(google_release.GOOGLE_RELEASES, SMALL, google_release.GoogleRelease(path, digest))
     assert os.path.isdir(remote.resolve_checkpoint_name(SMALL, progress=False))
 
 
@@ -296,28 +207,32 @@ def test_a_near_miss_of_a_release_name_suggests_it(tmp_path, monkeypatch):
 
 
 def test_the_release_table_follows_google_research_bert():
-    assert len(remote.GOOGLE_RELEASES) == 32  # 24 small BERTs + 9 releases, one shared
-    assert remote.google_url("wwm_cased_L-24_H-1024_A-16").endswith(
+    assert len(google_release.GOOGLE_RELEASES) == 32  # 24 small BERTs + 9 releases, one shared
+    assert google_release.google_url("wwm_cased_L-24_H-1024_A-16").endswith(
         "/2019_05_30/wwm_cased_L-24_H-1024_A-16.zip")
-    assert remote.GOOGLE_RELEASES["uncased_L-12_H-768_A-12"].path.startswith("2018_10_18/")
+    assert google_release.GOOGLE_RELEASES["uncased_L-12_H-768_A-12"].path.startswith("2018_10_18/")
 
 
 def test_file_names_agree_with_the_readers():
     from keras_bert.checkpoints.google import GOOGLE_CONFIG
     from keras_bert.checkpoints.huggingface import HF_CONFIG, HF_WEIGHTS
 
-    assert (remote.HF_CONFIG, remote.HF_WEIGHTS, remote.GOOGLE_CONFIG) == (
+    assert (remote.HF_CONFIG, remote.HF_WEIGHTS, google_release.GOOGLE_CONFIG) == (
         HF_CONFIG, HF_WEIGHTS, GOOGLE_CONFIG)
 
 
-def test_the_module_imports_neither_tensorflow_nor_huggingface_hub():
-    """Loaded on its own (not through keras_bert.checkpoints, whose readers need
-    TensorFlow), the module pulls in neither."""
-    probe = ("import importlib.util, sys\n"
-             "spec = importlib.util.spec_from_file_location('remote', sys.argv[1])\n"
-             "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+def test_the_modules_import_neither_tensorflow_nor_huggingface_hub():
+    """Loaded on their own (keras_bert.checkpoints' __init__, whose readers need
+    TensorFlow, replaced by a bare package), `remote` and `google_release` pull in
+    neither."""
+    probe = ("import sys, types\n"
+             "package = types.ModuleType('keras_bert.checkpoints')\n"
+             "package.__path__ = [sys.argv[1]]\n"
+             "sys.modules['keras_bert.checkpoints'] = package\n"
+             "import keras_bert.checkpoints.remote\n"
+             "assert 'keras_bert.checkpoints.google_release' in sys.modules\n"
              "print(sorted({'tensorflow', 'huggingface_hub'} & set(sys.modules)))\n")
-    path = os.path.join(REPO, "keras_bert", "checkpoints", "remote.py")
+    path = os.path.join(REPO, "keras_bert", "checkpoints")
     out = subprocess.run([sys.executable, "-c", probe, path], capture_output=True,
                          text=True, check=True, cwd=REPO).stdout
     assert out.strip() == "[]"
@@ -345,7 +260,7 @@ def test_encode_by_name_offline_without_a_copy_exits_2_with_one_line(tmp_path):
 def test_a_name_is_resolved_once_a_process(hf_cache, monkeypatch):
     """A command reads a checkpoint's config, vocab, casing and weights: the Hub is asked
     for a name once, not at each of them."""
-    _cache_repo(hf_cache, "sentence-transformers/all-MiniLM-L6-v2", MAIN_COMMIT,
+    cache_repo(hf_cache, "sentence-transformers/all-MiniLM-L6-v2", MAIN_COMMIT,
                 _minilm_files())
     calls = []
     fetch = remote._hf_snapshot

@@ -12,12 +12,12 @@ import shutil
 
 import numpy as np
 import pytest
+from cli_support import one_line_error
 from conftest import minilm_path
-from test_bad_input import _one_line_error
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.checkpoints import load_encoder, read_config, resolve_checkpoint
-from keras_bert.checkpoints.keras_hub import save_keras_hub_preset
+from keras_bert.checkpoints.keras_hub_writing import save_keras_hub_preset
 from keras_bert.checkpoints.names import encoder_slots, google_to_hf_name
 from keras_bert.cli import main
 from keras_bert.core.errors import ArgumentError, DataError, VocabMismatchError
@@ -69,7 +69,7 @@ def _edit_config(directory, change, name="config.json"):
 
 def _cli_error_line(argv, capsys):
     """The one line on stderr of a `keras-bert` run that ends as a user mistake (exit 2,
-    no traceback), as `_one_line_error` checks it, for words it must not hold."""
+    no traceback), as `one_line_error` checks it, for words it must not hold."""
     code = main(argv)
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]
@@ -183,7 +183,7 @@ def test_google_fields_are_named_as_the_file_names_them(tmp_path):
 def test_a_one_layer_model_is_not_built_from_true(tmp_path, capsys):
     _hf_checkpoint(tmp_path / "m")
     _edit_config(tmp_path / "m", lambda c: c.update(num_hidden_layers=True))
-    _one_line_error(["encode", "w1 w2", "--model", str(tmp_path / "m")], capsys,
+    one_line_error(["encode", "w1 w2", "--model", str(tmp_path / "m")], capsys,
                     str(tmp_path / "m" / "config.json"), "num_hidden_layers", "True",
                     "must be an integer")
 
@@ -232,7 +232,7 @@ def test_a_given_vocab_of_another_size_still_blames_vocab_file(tmp_path, capsys)
     with pytest.raises(VocabMismatchError) as error:
         resolve_checkpoint(model, tmp_path / "other.txt").check_vocab()
     assert error.value.field == "vocab_file"
-    _one_line_error(["encode", "w1", "--model", str(model), "--vocab_file",
+    one_line_error(["encode", "w1", "--model", str(model), "--vocab_file",
                      str(tmp_path / "other.txt")], capsys, "--vocab_file", "other.txt")
 
 
@@ -254,7 +254,7 @@ def test_a_keras_hub_config_that_is_not_json_names_line_and_column(tmp_path, cap
     assert str(error.value).startswith(f"{preset / 'config.json'}:2: not valid JSON at "
                                        "line 2, column 16")
     assert error.value.line == 2
-    _one_line_error(["encode", "w1", "--model", str(preset)], capsys,
+    one_line_error(["encode", "w1", "--model", str(preset)], capsys,
                     f"{preset / 'config.json'}:2", "line 2, column 16")
 
 
@@ -269,6 +269,6 @@ def test_a_config_json_holding_a_list_says_so(tmp_path, capsys, kind):
     with pytest.raises(DataError, match=r"config.json: holds a JSON list, expected an "
                                         r"object with|serialized keras-hub BertBackbone"):
         read_config(model)
-    _one_line_error(["encode", "w1", "--model", str(model)], capsys,
+    one_line_error(["encode", "w1", "--model", str(model)], capsys,
                     str(model / "config.json"), "holds a JSON list, expected")
 

@@ -4,8 +4,8 @@ to do) and leaves nothing in keras_bert's cache, and a killed download's tempora
 swept by the next download while a running one's is kept.
 
 Never over the internet: Google's release zips (a tiny real checkpoint, zipped here)
-come from test_checkpoint_names' local HTTP server, and Hugging Face repos from a hub
-cache laid out by hand with HF_HUB_OFFLINE=1 (its `hf_cache` fixture)."""
+come from checkpoint_names_support's local HTTP server, and Hugging Face repos from a
+hub cache laid out by hand with HF_HUB_OFFLINE=1 (its `hf_cache` fixture)."""
 
 import importlib
 import io
@@ -18,22 +18,22 @@ import threading
 import time
 import zipfile
 
+import checkpoint_names_support as support
 import pytest
-import test_checkpoint_names
+from checkpoint_names_support import BASE, MAIN_COMMIT, SMALL, Handler, cache_repo
 from conftest import REPO, VOCAB
-from test_checkpoint_names import BASE, MAIN_COMMIT, SMALL, _cache_repo, _Handler
 
-from keras_bert.checkpoints import remote
+from keras_bert.checkpoints import google_release
 from keras_bert.cli import main
 from keras_bert.core import fileio
 
-SMALL_PATH = "/" + remote.GOOGLE_RELEASES[SMALL].path
-BASE_PATH = "/" + remote.GOOGLE_RELEASES[BASE].path
+SMALL_PATH = "/" + google_release.GOOGLE_RELEASES[SMALL].path
+BASE_PATH = "/" + google_release.GOOGLE_RELEASES[BASE].path
 SENTENCE = "the model has data"
-# test_checkpoint_names' fixtures: its local release server (KERAS_BERT_GOOGLE_BASE_URL,
-# KERAS_BERT_CACHE under tmp_path) and its empty offline hub cache (HF_HOME).
-server = test_checkpoint_names.server
-hf_cache = test_checkpoint_names.hf_cache
+# The shared fixtures: the local release server (KERAS_BERT_GOOGLE_BASE_URL,
+# KERAS_BERT_CACHE under tmp_path) and the empty offline hub cache (HF_HOME).
+server = support.server
+hf_cache = support.hf_cache
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def test_a_release_zip_without_its_checkpoint_is_refused_and_not_cached(
     server.files[SMALL_PATH] = _zip(release, leave_out=("bert_model.ckpt",))
     line = _one_line_failure(_encode(SMALL), capsys)
     for part in (SMALL, server.url + SMALL_PATH, "bert_model.ckpt.index",
-                 "run the command again", remote.GOOGLE_BASE_URL_ENV):
+                 "run the command again", google_release.GOOGLE_BASE_URL_ENV):
         assert part in line, line
     assert _cache_left(tmp_path) == []
 
@@ -120,7 +120,7 @@ def test_a_damaged_deflate_stream_is_one_line_and_not_cached(server, release, tm
     server.files[SMALL_PATH] = _damaged(body, "bert_model.ckpt.data-00000-of-00001")
     line = _one_line_failure(_encode(SMALL), capsys)
     for part in (SMALL, server.url + SMALL_PATH, "damaged", "run the command again",
-                 remote.GOOGLE_BASE_URL_ENV):
+                 google_release.GOOGLE_BASE_URL_ENV):
         assert part in line, line
     assert _cache_left(tmp_path) == []
     server.files[SMALL_PATH] = body  # the next run downloads it anew, and it loads
@@ -145,21 +145,21 @@ def test_a_broken_cached_release_names_the_folder_to_delete(server, release, tmp
                                    "http://", "http://host:port/bert", "gs://bucket/bert"])
 def test_a_malformed_base_url_is_named_before_any_download(value, tmp_path, monkeypatch,
                                                            capsys):
-    monkeypatch.setenv(remote.GOOGLE_BASE_URL_ENV, value)
-    monkeypatch.setenv(remote.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(google_release.GOOGLE_BASE_URL_ENV, value)
+    monkeypatch.setenv(google_release.CACHE_ENV, str(tmp_path / "cache"))
     line = _one_line_failure(_encode(SMALL), capsys)
-    assert f"{remote.GOOGLE_BASE_URL_ENV}={value!r}" in line, line
+    assert f"{google_release.GOOGLE_BASE_URL_ENV}={value!r}" in line, line
     assert not (tmp_path / "cache").exists()
 
 
 @pytest.mark.parametrize("value", ["http://mirror:8080/bert/", "https://mirror/bert",
                                    "file:///mnt/bert"])
 def test_a_well_formed_base_url_is_taken(value, monkeypatch):
-    monkeypatch.setenv(remote.GOOGLE_BASE_URL_ENV, value)
-    assert remote.google_url(SMALL) == value.rstrip("/") + SMALL_PATH
+    monkeypatch.setenv(google_release.GOOGLE_BASE_URL_ENV, value)
+    assert google_release.google_url(SMALL) == value.rstrip("/") + SMALL_PATH
 
 
-class _GatedHandler(_Handler):
+class _GatedHandler(Handler):
     """Sends half of a path in the server's `gates`, then the rest once its gate opens
     (a download in progress for as long as a test needs)."""
 
@@ -180,16 +180,19 @@ class _GatedHandler(_Handler):
 
 
 # Resolves a release name in a process of its own, without TensorFlow: the download.
-_RESOLVE = ("import importlib.util, sys\n"
-            "spec = importlib.util.spec_from_file_location('remote', sys.argv[1])\n"
-            "remote = importlib.util.module_from_spec(spec)\n"
-            "spec.loader.exec_module(remote)\n"
+# keras_bert.checkpoints' __init__ (whose readers need TensorFlow) is replaced by a bare
+# package.
+_RESOLVE = ("import sys, types\n"
+            "package = types.ModuleType('keras_bert.checkpoints')\n"
+            "package.__path__ = [sys.argv[1]]\n"
+            "sys.modules['keras_bert.checkpoints'] = package\n"
+            "from keras_bert.checkpoints import remote\n"
             "print(remote.resolve_checkpoint_name(sys.argv[2], progress=False))\n")
 
 
 def _downloading(name: str) -> subprocess.Popen:
     """A process that downloads the release `name` (`_RESOLVE`) into the test's cache."""
-    script = os.path.join(REPO, "keras_bert", "checkpoints", "remote.py")
+    script = os.path.join(REPO, "keras_bert", "checkpoints")
     env = {**os.environ, "PYTHONPATH": REPO}
     return subprocess.Popen([sys.executable, "-c", _RESOLVE, script, name], env=env,
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -247,7 +250,7 @@ def test_a_killed_download_is_swept_by_the_next_and_a_running_one_kept(
 def test_the_checkpoint_prefix_agrees_with_the_reader():
     from keras_bert.checkpoints.google import GOOGLE_CKPT
 
-    assert remote.GOOGLE_CKPT == GOOGLE_CKPT
+    assert google_release.GOOGLE_CKPT == GOOGLE_CKPT
 
 
 # --- Hugging Face ------------------------------------------------------------------------
@@ -262,7 +265,7 @@ def _cached_repo(hub, weights: str | None) -> str:
     config = json.dumps({"model_type": "bert", "vocab_size": len(VOCAB), "hidden_size": 8,
                          "num_hidden_layers": 1, "num_attention_heads": 2,
                          "intermediate_size": 16}).encode()
-    snapshot = _cache_repo(hub, REPO_ID, MAIN_COMMIT, {
+    snapshot = cache_repo(hub, REPO_ID, MAIN_COMMIT, {
         "config.json": config, "vocab.txt": ("\n".join(VOCAB) + "\n").encode()})
     if weights == "dangling":
         os.symlink(os.path.join("..", "..", "blobs", "0" * 64),

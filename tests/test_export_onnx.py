@@ -30,7 +30,7 @@ from export_support import keras_outputs  # noqa: E402
 
 from keras_bert import BertConfig, BertEncoder  # noqa: E402
 from keras_bert.core.errors import ArgumentError, OutputExistsError  # noqa: E402
-from keras_bert.core.fileio import file_sha256  # noqa: E402
+from keras_bert.core.input_files import file_sha256  # noqa: E402
 from keras_bert.export import export_saved_model  # noqa: E402
 from keras_bert.export import onnx as onnx_export  # noqa: E402
 from keras_bert.export.source import ExportSource  # noqa: E402

@@ -1,6 +1,7 @@
-"""keras-hub BERT presets in and out (keras_bert.checkpoints.keras_hub): presets written by
-keras-hub read into keras_bert with the same outputs, and presets written by keras_bert
-loaded by keras-hub with the same outputs; reading never imports keras-hub."""
+"""keras-hub BERT presets in and out (keras_bert.checkpoints.keras_hub and
+keras_hub_writing): presets written by keras-hub read into keras_bert with the same
+outputs, and presets written by keras_bert loaded by keras-hub with the same outputs;
+reading never imports keras-hub."""
 
 import json
 import os
@@ -13,7 +14,7 @@ import pytest
 from conftest import REPO, VOCAB, minilm_path
 
 from keras_bert import BertConfig, BertEncoder
-from keras_bert.checkpoints import keras_hub as presets
+from keras_bert.checkpoints import keras_hub_writing as writing
 from keras_bert.checkpoints.keras_hub import (
     is_keras_hub_preset,
     keras_hub_lower_case,
@@ -22,8 +23,8 @@ from keras_bert.checkpoints.keras_hub import (
     load_keras_hub_encoder,
     read_keras_hub_config,
     read_keras_hub_task,
-    save_keras_hub_preset,
 )
+from keras_bert.checkpoints.keras_hub_writing import save_keras_hub_preset
 from keras_bert.core.errors import ArgumentError, CheckpointError, OutputExistsError
 from keras_bert.model.models import BertClassifier
 
@@ -230,7 +231,7 @@ def test_save_is_atomic_and_refuses_a_non_empty_directory(keras_bert_encoder, vo
     def fail(path, arrays):
         raise OSError("disk full")
 
-    monkeypatch.setattr(presets, "_write_h5", fail)
+    monkeypatch.setattr(writing, "_write_h5", fail)
     with pytest.raises(OSError, match="disk full"):
         save_keras_hub_preset(keras_bert_encoder, tmp_path / "new", vocab_file)
     assert sorted(os.listdir(tmp_path)) == ["taken"]  # no preset, no temporary beside it

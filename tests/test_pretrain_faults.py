@@ -26,7 +26,7 @@ from training_support import (
 
 from keras_bert import BertConfig, BertEncoder, BertPretrainer
 from keras_bert.checkpoints import save_google_checkpoint
-from keras_bert.core import fileio
+from keras_bert.core import fileio, input_files
 from keras_bert.core.errors import (
     ArgumentError,
     CheckpointError,
@@ -61,7 +61,7 @@ def data_with_sidecar(directory, vocab=None, size=None, vocab_size=64):
     """Pretraining records plus the sidecar `create-pretraining-data` writes beside them,
     recording `vocab` (its checksum and size)."""
     pattern = write_pretraining_records(str(directory), num_examples=32, vocab_size=vocab_size)
-    record = {"sha256": fileio.file_sha256(vocab), "size": size or len(open(vocab).readlines())}
+    record = {"sha256": input_files.file_sha256(vocab), "size": size or len(open(vocab).readlines())}
     fileio.write_json(os.path.join(directory, "pretraining_data.json"),
                   {"settings": {"max_seq_length": 16}, "vocab": record})
     return pattern
@@ -103,7 +103,7 @@ def test_vocab_file_of_other_data_names_both_files(tmp_path):
                                   tmp_path / "run", tiny(), vocab_file=other)
     message = str(error)
     assert str(tmp_path / "data" / "pretraining_data.json") in message and other in message
-    assert fileio.file_sha256(vocab)[:12] in message and fileio.file_sha256(other)[:12] in message
+    assert input_files.file_sha256(vocab)[:12] in message and input_files.file_sha256(other)[:12] in message
 
 
 def test_data_of_another_vocab_size_than_the_init_checkpoint(tmp_path):

@@ -10,10 +10,13 @@ names and shapes.
 - `huggingface`: Hugging Face `config.json` + `model.safetensors`.
 - `model_garden`: tf-models-official's object-based TF2 checkpoints of its encoders.
 - `keras_hub`: keras-hub BERT presets (backbone and `BertTextClassifier`), read without
-  keras-hub and written back (`save_keras_hub_preset`).
-- `remote`: checkpoints by name: `hf://ORG/NAME[@REVISION]` through huggingface_hub's
-  cache, Google's release names (`uncased_L-12_H-768_A-12`, ...) downloaded once to
-  keras_bert's cache (`resolve_checkpoint_name`).
+  keras-hub.
+- `keras_hub_writing`: keras_bert encoders and classifiers written as keras-hub presets
+  (`save_keras_hub_preset`).
+- `remote`: checkpoints by name (`resolve_checkpoint_name`): `hf://ORG/NAME[@REVISION]`
+  through huggingface_hub's cache, and Google's release names, handed to `google_release`.
+- `google_release`: Google's release names (`uncased_L-12_H-768_A-12`, ...), their table
+  (`GOOGLE_RELEASES`), and each downloaded once to keras_bert's cache and checked.
 - `native`: keras_bert's own directory (`save_encoder`) and `keras-bert pretrain`'s
   training checkpoints (`RUN/checkpoints/ckpt-STEP`).
 - `training_runs`: a `keras-bert pretrain` run directory read back (its run_config.json,
@@ -37,7 +40,8 @@ from keras_bert.checkpoints.finetuning_runs import (
     read_finetuning_record,
 )
 from keras_bert.checkpoints.google import GOOGLE_CKPT, GOOGLE_CONFIG, save_google_checkpoint
-from keras_bert.checkpoints.keras_hub import load_keras_hub_classifier, save_keras_hub_preset
+from keras_bert.checkpoints.keras_hub import load_keras_hub_classifier
+from keras_bert.checkpoints.keras_hub_writing import save_keras_hub_preset
 from keras_bert.checkpoints.loading import (
     describe_export,
     load_encoder,

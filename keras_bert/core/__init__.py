@@ -2,8 +2,9 @@
 training code:
 
 - `errors`: keras_bert's exceptions (a user's mistake vs a failure; `Terminated`);
-- `fileio`: local and remote paths, atomic writes and directories, strict JSON,
-  checksums;
+- `fileio`: local and remote paths, atomic writes and directories, hidden temporaries,
+  strict JSON;
+- `input_files`: input globs expanded into files (`expand_patterns`), file checksums;
 - `checks`: options dataclass fields declared once (`option`: help, range, flags) and
   their checks, named by field;
 - `lazy`: package facades that load a name's module on first use;

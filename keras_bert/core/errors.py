@@ -125,6 +125,12 @@ class InputNotFoundError(UserInputError, FileNotFoundError):
     """A named input (file, directory, pattern) does not exist or is of the wrong kind."""
 
 
+class CheckpointUnavailableError(InputNotFoundError):
+    """A checkpoint named by `hf://...` or a Google release name is not in the cache and
+    cannot be downloaded now (no network, offline mode, a download cut short); the
+    message names it and how to work offline. An `InputNotFoundError`: exit 2."""
+
+
 class OutputError(UserInputError, OSError):
     """An output location cannot be used: not writable, a file where a directory is
     needed, or already holding something that must not be overwritten."""

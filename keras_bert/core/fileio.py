@@ -1,4 +1,6 @@
-"""File plumbing shared by every stage: pattern expansion, atomic writes, JSON, checksums.
+"""File plumbing shared by every stage: local and remote paths, atomic writes and
+directories, hidden temporaries, strict JSON. Input files are found and fingerprinted in
+`input_files`.
 
 This is the bottom of the package: it imports no model, data or training code. Local
 paths go through `os` (fast, and safe in forked worker processes); paths with a scheme
@@ -15,19 +17,18 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
 import math
 import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from keras_bert.core import stopping
-from keras_bert.core.errors import InputNotFoundError, OutputError, OutputExistsError, Setting
+from keras_bert.core.errors import OutputError, OutputExistsError, Setting
 
 _TEMPORARY_MARK = ".tmp-"
 
@@ -95,57 +96,6 @@ def open_file(path: str, mode: str = "r"):
     if is_remote(path):
         return _gfile().GFile(path, mode)
     return open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
-
-
-def expand_patterns(patterns: str | os.PathLike | Iterable[str], what: str = "input file"
-                    ) -> list[str]:
-    """The files matching comma-separated globs (or a list of globs), local or remote.
-
-    Files come in pattern order, sorted within a pattern, without repeats; directories
-    matched by a glob are left out. Before any work is done, raises
-    `InputNotFoundError` naming a pattern that matches no file, a pattern that names a
-    directory (with the glob to use instead), or an empty list; `what` names the input
-    in those messages.
-
-    Example:
-
-    >>> import pathlib
-    >>> root = pathlib.Path(tempfile.mkdtemp())
-    >>> for name in ("b.txt", "a.txt"):
-    ...     _ = (root / name).write_text("one sentence.\\n")
-    >>> [os.path.basename(f) for f in expand_patterns(f"{root}/*.txt,{root}/a.txt")]
-    ['a.txt', 'b.txt']
-    >>> expand_patterns(f"{root}/*.csv", what="corpus")
-    Traceback (most recent call last):
-    ...
-    keras_bert.core.errors.InputNotFoundError: corpus pattern '.../*.csv' matches no file.
-    """
-    if isinstance(patterns, (str, os.PathLike)):
-        patterns = os.fspath(patterns).split(",")
-    files: dict[str, None] = {}  # ordered, without repeats
-    for pattern in (os.fspath(p).strip() for p in patterns):
-        if not pattern:
-            continue
-        if is_remote(pattern):
-            gfile = _gfile()
-            matched = [f for f in gfile.glob(pattern) if not gfile.isdir(f)]
-        else:
-            pattern = os.path.expanduser(pattern)
-            import glob
-
-            # A file whose name holds glob characters ("[1].txt") is taken as named.
-            matched = ([pattern] if os.path.isfile(pattern)
-                       else [f for f in glob.glob(pattern) if not os.path.isdir(f)])
-        if not matched:
-            if isdir(pattern):
-                raise InputNotFoundError(
-                    f"{what} {pattern!r} is a directory; name its files, e.g. "
-                    f"{os.path.join(pattern, '*')!r}.")
-            raise InputNotFoundError(f"{what} pattern {pattern!r} matches no file.")
-        files.update(dict.fromkeys(sorted(matched)))
-    if not files:
-        raise InputNotFoundError(f"no {what} given.")
-    return list(files)
 
 
 def temporary_path(path: str) -> str:
@@ -539,20 +489,3 @@ def check_writable(path: str | os.PathLike, kind: str = "file", what: str | None
         raise OutputError(f"{label} cannot be created: {existing!r} is a file.")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputError(f"{label} cannot be written: {existing!r} is not writable.")
-
-
-def file_sha256(path: str | os.PathLike) -> str:
-    """The hex SHA-256 of a file's bytes (local or remote), read in chunks.
-
-    Example:
-
-    >>> path = os.path.join(tempfile.mkdtemp(), "v.txt")
-    >>> _ = open(path, "w").write("[PAD]\\n")
-    >>> file_sha256(path)[:12]
-    'cd66c3d348c7'
-    """
-    digest = hashlib.sha256()
-    with open_file(os.fspath(path), "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()

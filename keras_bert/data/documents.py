@@ -7,8 +7,8 @@ whatever the corpus size. Bad input is counted, never fatal: empty files, binary
 (a NUL byte in the first 8 KiB, as `grep` and `git` decide), lines over 1 MiB, invalid
 UTF-8 (decoded dropping the bad bytes, as the original's `convert_to_unicode`) and
 unreadable or corrupt files (what was read before the error is kept). Paths with a scheme
-(gs://, ...) are read through `tf.io.gfile`; `keras_bert.core.fileio.expand_patterns` expands the
-input globs.
+(gs://, ...) are read through `tf.io.gfile`; `keras_bert.core.input_files.expand_patterns`
+expands the input globs.
 """
 
 from __future__ import annotations

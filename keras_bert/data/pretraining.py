@@ -44,7 +44,7 @@ import numpy as np
 import tensorflow as tf
 import tqdm
 
-from keras_bert.core import fileio
+from keras_bert.core import fileio, input_files
 from keras_bert.core.errors import (
     ArgumentError,
     DataError,
@@ -117,7 +117,7 @@ def start_run(inputs, output_dir, vocab_file, options: PretrainingDataOptions,
     if isinstance(inputs, tf.data.Dataset):
         files, input_record = None, "tf.data.Dataset"
     else:
-        files = fileio.expand_patterns(inputs, what="input file")
+        files = input_files.expand_patterns(inputs, what="input file")
         input_record = [{"path": f if fileio.is_remote(f) else os.path.abspath(f),
                          "bytes": fileio.file_size(f)} for f in files]
     vocab = load_vocab(vocab_file)
@@ -131,7 +131,7 @@ def start_run(inputs, output_dir, vocab_file, options: PretrainingDataOptions,
         "format_version": FORMAT_VERSION,
         "settings": {**dataclasses.asdict(options), "shard_index": shard_index,
                      "num_shards": num_shards},
-        "vocab": {"sha256": fileio.file_sha256(vocab_file), "size": len(vocab)},
+        "vocab": {"sha256": input_files.file_sha256(vocab_file), "size": len(vocab)},
         "inputs": input_record,
     }
     sidecar_path = os.path.join(output_dir, sidecar_file_name(shard_index, num_shards))

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.core import fileio
+from keras_bert.core import fileio, input_files
 from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.data.masking import MaskedLmMasker
 
@@ -283,7 +283,7 @@ def pretraining_dataset(file_pattern: str | Sequence[str], batch_size: int, *,
     >>> next(iter(ds))["input_word_ids"].shape  # doctest: +SKIP
     TensorShape([32, 128])
     """
-    files = fileio.expand_patterns(file_pattern, what="pretraining TFRecord")
+    files = input_files.expand_patterns(file_pattern, what="pretraining TFRecord")
     check_shard_sizes(files)
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if input_context is not None and input_context.num_input_pipelines > 1:

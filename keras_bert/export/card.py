@@ -15,7 +15,7 @@ import os
 import tensorflow as tf
 
 from keras_bert.checkpoints.loading import MODEL_CARD  # noqa: F401 (the card's file name, named here too)
-from keras_bert.core import fileio
+from keras_bert.core import input_files
 from keras_bert.export.source import ExportSource
 
 
@@ -33,7 +33,7 @@ def model_card(source: ExportSource, precision: str, signatures: dict, jit_compi
         "source_checkpoint": os.path.abspath(source.source) if source.source else None,
         "config": source.config.to_dict(),
         "vocab_size": source.tokenizer.vocab_size,
-        "vocab_sha256": fileio.file_sha256(source.vocab_file),
+        "vocab_sha256": input_files.file_sha256(source.vocab_file),
         "lower_case": source.tokenizer.lower_case,
         "max_seq_length": source.max_seq_length,
         "label_names": None if source.label_names is None else list(source.label_names),

@@ -13,10 +13,18 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from keras_bert.core.errors import ArgumentError
-from keras_bert.model.encoder import INPUT_NAMES, BertEncoder, check_quantization_mode
+from keras_bert.model.adaptation import Adaptation
+from keras_bert.model.encoder import INPUT_NAMES, BertEncoder
 from keras_bert.model.layers import MaskedLMHead
 from keras_bert.model.losses import pretraining_losses
+from keras_bert.model.text_face import (
+    ChoiceFace,
+    ClassifierFace,
+    SpanFace,
+    TaggerFace,
+    TextFace,
+    preprocessor_from_config,
+)
 
 # Variables whose name contains one of these get no weight decay: the LayerNorm scale and
 # offset (Keras names them gamma/beta) and every bias, the masked-LM output bias included.
@@ -35,7 +43,7 @@ def _float32(x):
     return ops.cast(x, "float32")
 
 
-class BertTask(keras.Model):
+class BertTask(TextFace, Adaptation, keras.Model):
     """The base of every task model: an encoder plus heads as one functional model.
 
     It serializes the encoder with the model, follows the encoder's dtype policy, and
@@ -45,14 +53,16 @@ class BertTask(keras.Model):
     overrides `task_config`).
 
     `quantize(mode)` quantizes encoder and heads; `enable_lora(rank)` trains low-rank
-    updates of the encoder's attention and the whole heads (see `BertEncoder`).
+    updates of the encoder's attention and the whole heads (see `BertEncoder`). With a
+    `preprocessor` it also takes raw text (`TextFace`: `from_preset`, `fit`, ...).
     """
 
     config_fields: tuple[str, ...] = ()
 
-    def __init__(self, encoder: BertEncoder, *, inputs, outputs, **kwargs):
+    def __init__(self, encoder: BertEncoder, *, inputs, outputs, preprocessor=None, **kwargs):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
         self.encoder = encoder
+        self.preprocessor = preprocessor
         self._encoder_revision = encoder.weights_revision
         # Keras' functional models take the global policy; a task model follows its
         # encoder's (as its heads do), so that a mixed-precision encoder makes a
@@ -64,73 +74,18 @@ class BertTask(keras.Model):
         return {field: getattr(self, field) for field in self.config_fields}
 
     def get_config(self):
+        preprocessor = None if self.preprocessor is None else self.preprocessor.get_config()
         return {"encoder": keras.saving.serialize_keras_object(self.encoder),
-                "name": self.name, "trainable": self.trainable, **self.task_config()}
+                "name": self.name, "trainable": self.trainable, **self.task_config(),
+                **({"preprocessor": preprocessor} if preprocessor else {})}
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        if config.get("preprocessor") is not None:  # the vocabulary, labels, settings
+            config["preprocessor"] = preprocessor_from_config(config["preprocessor"])
         return cls(**config)
-
-    def quantize(self, mode=None, config=None, filters=None, **kwargs):
-        """`keras.Model.quantize` of the encoder and the heads, for the modes keras_bert
-        computes correctly (`keras_bert.model.encoder.QUANTIZATION_MODES`; others raise
-        an `ArgumentError` naming them).
-
-        Example:
-
-        >>> import numpy as np, warnings
-        >>> from keras_bert import BertConfig, BertEncoder
-        >>> model = BertClassifier(BertEncoder(BertConfig.from_preset("tiny", vocab_size=50)))
-        >>> with warnings.catch_warnings():  # LayerNorm and dropout have nothing to quantize
-        ...     warnings.simplefilter("ignore")
-        ...     model.quantize("int8")
-        >>> model.get_layer("logits").quantization_mode
-        'int8'
-        """
-        check_quantization_mode(self, mode)
-        super().quantize(mode, config=config, filters=filters, **kwargs)
-        self.encoder._weights_replaced()
-
-    def enable_lora(self, rank: int) -> None:
-        """`BertEncoder.enable_lora(rank)` on this model's encoder: the attention's query
-        and value projections learn low-rank updates, the rest of the encoder is frozen,
-        and the task's own layers stay trainable. Call it before `compile()`.
-
-        Example:
-
-        >>> from keras_bert import BertConfig, BertEncoder
-        >>> model = BertClassifier(BertEncoder(BertConfig.from_preset("tiny", vocab_size=50)))
-        >>> model.enable_lora(4)
-        >>> sorted({w.path.split("/")[-1] for w in model.trainable_weights})
-        ['bias', 'kernel', 'lora_kernel_a', 'lora_kernel_b']
-        """
-        if any(isinstance(layer, BertFeatureExtractor) for layer in self._flatten_layers()):
-            raise ArgumentError(
-                f"enable_lora: {type(self).__name__} keeps its encoder frozen (its features "
-                f"come from a BertFeatureExtractor), so LoRA factors would never train; "
-                f"fine-tune a model that trains its encoder, e.g. BertTokenClassifier.",
-                field="rank")
-        self.encoder.enable_lora(rank)
-
-    # Functions traced before `quantize`/`enable_lora` on the encoder keep old weights.
-    def _forget_stale_functions(self):
-        if self._encoder_revision != self.encoder.weights_revision:
-            self._encoder_revision = self.encoder.weights_revision
-            self.train_function = self.test_function = self.predict_function = None
-
-    def make_train_function(self, force=False):
-        self._forget_stale_functions()
-        return super().make_train_function(force)
-
-    def make_test_function(self, force=False):
-        self._forget_stale_functions()
-        return super().make_test_function(force)
-
-    def make_predict_function(self, force=False):
-        self._forget_stale_functions()
-        return super().make_predict_function(force)
 
     # Most tasks classify: integer labels against logits over the last axis.
     def default_loss(self):
@@ -144,8 +99,12 @@ class BertTask(keras.Model):
 
         The default optimizer is AdamW with the paper's fine-tuning learning rate 2e-5,
         weight decay 0.01, epsilon 1e-6, and LayerNorm/bias variables excluded from decay.
+        A `fit` on raw text (a model with a preprocessor) then replaces it with the
+        paper's whole recipe sized for that run: peak rate 5e-5, 10% warmup, linear
+        decay, global norm clipping 1.0 (`keras_bert.tasks.keras_face.size_recipe`).
         """
-        if optimizer == "auto":
+        recipe = optimizer == "auto"
+        if recipe:
             optimizer = keras.optimizers.AdamW(learning_rate=2e-5, weight_decay=0.01,
                                                epsilon=1e-6)
             optimizer.exclude_from_weight_decay(var_names=list(WEIGHT_DECAY_EXCLUDED))
@@ -153,6 +112,9 @@ class BertTask(keras.Model):
             loss = self.default_loss()
         if metrics == "auto":
             metrics = self.default_metrics()
+        self._recipe_pending = False
+        if recipe:  # a `fit` on raw text sizes the recipe's schedule (TextFace)
+            self._mark_recipe(loss, metrics, learning_rate=5e-5)
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
 
@@ -283,7 +245,7 @@ class DenseHeadTask(BertTask):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertClassifier(DenseHeadTask):
+class BertClassifier(ClassifierFace, DenseHeadTask):
     """Sentence or sentence-pair classification from the pooled [CLS] output (paper §4.1).
 
     With `num_classes=1` it is a regressor (e.g. STS-B) trained with mean squared error.
@@ -323,7 +285,7 @@ class BertClassifier(DenseHeadTask):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertSpanLabeler(BertTask):
+class BertSpanLabeler(SpanFace, BertTask):
     """SQuAD-style extractive QA: start and end logits over the sequence (paper §4.2/4.3).
 
     Outputs `start_logits` and `end_logits`, float32 [batch, seq]. Labels are the start
@@ -365,7 +327,7 @@ class BertSpanLabeler(BertTask):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertTokenClassifier(DenseHeadTask):
+class BertTokenClassifier(TaggerFace, DenseHeadTask):
     """Per-token tagging, e.g. NER (paper §5.3): float32 logits [batch, seq, num_classes].
 
     Pass `sample_weight=input_mask` (or a first-sub-token mask) to `fit` so padding and
@@ -394,7 +356,7 @@ class BertTokenClassifier(DenseHeadTask):
         self.num_classes = num_classes
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertMultipleChoice(DenseHeadTask):
+class BertMultipleChoice(ChoiceFace, DenseHeadTask):
     """SWAG-style multiple choice (paper §4.4): each (context, choice) pair is encoded,
     its pooled output scored by one dense unit, and the scores softmaxed over choices.
 
@@ -428,6 +390,7 @@ class BertMultipleChoice(DenseHeadTask):
                          logits_shape=(-1, num_choices), name=name, **kwargs)
         self.num_choices = num_choices
 
+
 @keras.saving.register_keras_serializable(package="keras_bert")
 class BertFeatureExtractor(BertTask):
     """Frozen contextual features, the paper's feature-based approach (§5.3, Table 7).
@@ -450,6 +413,8 @@ class BertFeatureExtractor(BertTask):
     >>> tuple(model(x).shape)
     (1, 5, 256)
     """
+
+    freezes_encoder = True  # LoRA factors would never train (`enable_lora` refuses)
 
     def __init__(self, encoder: BertEncoder, layers=(-4, -3, -2, -1), combine: str = "concat",
                  name: str = "bert_feature_extractor", **kwargs):

@@ -168,6 +168,13 @@ class Task(abc.ABC):
     def write_predictions(self, examples: Sequence, predictions: Sequence, path: str) -> None:
         """Writes predictions in the benchmark's submission format, atomically."""
 
+    def text_examples(self, x, y=None) -> list:
+        """The task's examples of raw inputs `x` (Python lists of strings, as the task
+        model's `fit`/`predict` take them) and labels `y` (None when unlabelled); what
+        each family takes is in its own docstring."""
+        raise ArgumentError(f"task {self.name!r} reads its benchmark's files only; it "
+                            "takes no raw text.", field="x")
+
     def serving(self, settings: FeatureSettings):
         """What `keras_bert.export` needs to serve this task's model (a
         `keras_bert.tasks.serving.ModelServing`: outputs, `serve_text`, card fields), with

@@ -133,3 +133,101 @@ def with_dtype_policy(model, policy):
     clone = model.__class__.from_config(config)
     clone.set_weights(model.get_weights())
     return clone
+
+
+# --- raw inputs of the task models' text face (keras_bert.tasks.keras_face) -------------
+def text_list(x, what: str = "x") -> list[str]:
+    """`x` (one string, or a sequence of them) as a list of strings; `ArgumentError`
+    naming `what` for anything else.
+
+    Example:
+
+    >>> text_list("a b"), text_list(("a", "b"))
+    (['a b'], ['a', 'b'])
+    """
+    if isinstance(x, str):
+        return [x]
+    if isinstance(x, Sequence) and all(isinstance(t, str) for t in x):
+        return list(x)
+    raise ArgumentError(f"{what} must be a string or a list of strings, got "
+                        f"{type(x).__name__}" + (f" holding {type(x[0]).__name__}"
+                                                 if isinstance(x, Sequence) and x else "")
+                        + ".", field=what)
+
+
+def text_pairs(x) -> tuple[list[str], list[str] | None]:
+    """(first texts, second texts or None) of raw classifier inputs: one text, a list
+    of texts, a list of (text, text_pair) tuples, a tuple (texts, text_pairs) of two
+    lists, or a dict {"text": [...], "text_pair": [...]}.
+
+    Example:
+
+    >>> text_pairs(["a", "b"]), text_pairs({"text": ["a"], "text_pair": ["b"]})
+    ((['a', 'b'], None), (['a'], ['b']))
+    >>> text_pairs([("a", "b"), ("c", "d")]), text_pairs((["a", "c"], ["b", "d"]))
+    ((['a', 'c'], ['b', 'd']), (['a', 'c'], ['b', 'd']))
+    """
+    if isinstance(x, dict):
+        unknown = set(x) - {"text", "text_pair"}
+        if "text" not in x or unknown:
+            raise ArgumentError(f"a dict of texts needs the key 'text' (and 'text_pair' for "
+                                f"pairs), got {sorted(x)}.", field="x")
+        first = text_list(x["text"], "x['text']")
+        second = None if x.get("text_pair") is None else text_list(x["text_pair"],
+                                                                    "x['text_pair']")
+    elif (isinstance(x, tuple) and len(x) == 2 and not isinstance(x[0], str)
+          and all(isinstance(part, Sequence) for part in x)):
+        first, second = text_list(x[0], "x[0]"), text_list(x[1], "x[1]")
+    elif (isinstance(x, Sequence) and not isinstance(x, str) and x
+          and all(isinstance(p, (tuple, list)) and len(p) == 2 for p in x)):
+        first = text_list([p[0] for p in x], "x")
+        second = text_list([p[1] for p in x], "x")
+    else:
+        first, second = text_list(x), None
+    if second is not None and len(second) != len(first):
+        raise ArgumentError(f"{len(first)} texts but {len(second)} text pairs.", field="x")
+    return first, second
+
+
+def label_list(y, count: int) -> list | None:
+    """`y` (None, one label, or one per input) as a list of `count` labels, or None.
+
+    Example:
+
+    >>> label_list([1, 0], 2), label_list(None, 2), label_list("pos", 1)
+    ([1, 0], None, ['pos'])
+    """
+    if y is None:
+        return None
+    if isinstance(y, (str, int, float)) and count == 1:
+        return [y]
+    if not isinstance(y, Sequence) or isinstance(y, str):
+        raise ArgumentError(f"y must hold one label per input, got {type(y).__name__}.",
+                            field="y")
+    if len(y) != count:
+        raise ArgumentError(f"{count} inputs but {len(y)} labels.", field="y")
+    return list(y)
+
+
+def class_label(value, labels: Sequence[str] | None, task_name: str):
+    """A raw label as examples hold it: the label name of a class index or name in
+    `labels`, or for a regression (`labels` None) the score as a float.
+
+    Example:
+
+    >>> class_label(1, ("neg", "pos"), "sst2"), class_label(2.5, None, "stsb")
+    ('pos', 2.5)
+    """
+    if labels is None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ArgumentError(f"{task_name} is a regression: labels are numbers, got "
+                                f"{value!r}.", field="y")
+        return float(value)
+    if isinstance(value, str):
+        if value not in labels:
+            raise ArgumentError(f"label {value!r} is not one of {list(labels)}.", field="y")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < len(labels):
+        raise ArgumentError(f"label {value!r} is neither one of {list(labels)} nor a class "
+                            f"index 0-{len(labels) - 1}.", field="y")
+    return labels[value]

@@ -43,6 +43,10 @@ def get_task(name: str) -> Task:
         from keras_bert.tasks.multiple_choice.task import SwagTask
 
         return SwagTask()
+    if name == "classification":  # your own labels: a saved model's config restores them
+        from keras_bert.tasks.glue.classification import TextClassificationTask
+
+        return TextClassificationTask(None)
     if name == "library":  # the demo's derived task: only saved runs are opened by name
         from keras_bert.tasks.glue.library import LibraryTask
 

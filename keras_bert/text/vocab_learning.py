@@ -22,7 +22,7 @@ import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 from tqdm.auto import tqdm
 
-from keras_bert.core import fileio
+from keras_bert.core import fileio, input_files
 from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.text.basic_tokenizer import basic_tokenize
 from keras_bert.text.vocab import (
@@ -190,7 +190,7 @@ def learn_vocab(corpus: str | Sequence[str], vocab_size: int, lower_case: bool =
         raise ArgumentError(f"vocab_size={vocab_size} leaves no room beyond the "
                             f"{len(reserved)} reserved tokens; raise vocab_size or lower "
                             "num_unused.", field="vocab_size")
-    files = fileio.expand_patterns(corpus, what="corpus")
+    files = input_files.expand_patterns(corpus, what="corpus")
     binary = [f for f in files if _is_binary(f)]
     if binary:
         raise DataError("not a text file (it holds NUL bytes); give plain or gzip UTF-8 "

@@ -25,7 +25,7 @@ import time
 import keras
 import tensorflow as tf
 
-from keras_bert.core import fileio
+from keras_bert.core import fileio, input_files
 from keras_bert.core.errors import ArgumentError
 from keras_bert.model.config import BertConfig
 from keras_bert.model.losses import pretraining_losses
@@ -255,7 +255,7 @@ class Pretraining:
                            or info.settings.get("max_predictions_per_seq", 20))
         self.is_chief = distribute.is_chief(strategy)
         settings = run_settings(options, next_sentence, bert_config, info,
-                                vocab_source and fileio.file_sha256(vocab_source), init_checkpoint)
+                                vocab_source and input_files.file_sha256(vocab_source), init_checkpoint)
         self.start_kind = self.run_directory.start_kind(settings, overwrite=overwrite,
                                                         resume=resume)
         self._replace_previous = self.start_kind in ("restarted", "overwrote")

@@ -36,7 +36,7 @@ import tensorflow as tf
 
 from keras_bert.checkpoints import KERAS_BERT_CONFIG, KERAS_BERT_WEIGHTS, save_encoder
 from keras_bert.checkpoints.training_runs import CHECKPOINTS, RUN_CONFIG
-from keras_bert.core import fileio
+from keras_bert.core import fileio, input_files
 from keras_bert.core.errors import MismatchError, OutputError, Setting
 from keras_bert.model.config import BertConfig
 from keras_bert.model.encoder import BertEncoder
@@ -306,7 +306,7 @@ class RunDirectory:
         target = os.path.join(self.path, VOCAB_FILE)
         if not source or os.path.abspath(source) == os.path.abspath(target):
             return
-        if fileio.exists(target) and fileio.file_sha256(target) == fileio.file_sha256(source):
+        if fileio.exists(target) and input_files.file_sha256(target) == input_files.file_sha256(source):
             return
         with fileio.open_file(source, "rb") as f, fileio.atomic_write(target, "wb") as copy:
             shutil.copyfileobj(f, copy)

@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 from google.protobuf.message import DecodeError
 
-from keras_bert.core import fileio
+from keras_bert.core import fileio, input_files
 from keras_bert.core.errors import ArgumentError, DataError, MismatchError
 from keras_bert.data.tfrecords import (
     MASKED_LM_FEATURES,
@@ -241,7 +241,7 @@ def inspect_pretraining_data(file_pattern: str, sample_records: int = 2000
     >>> info.max_seq_length, info.max_predictions_per_seq  # doctest: +SKIP
     (128, 20)
     """
-    files = fileio.expand_patterns(file_pattern, what="input_file")
+    files = input_files.expand_patterns(file_pattern, what="input_file")
     sizes = [fileio.file_size(f) for f in files]
     shapes = {}
     for path in files[:_FILES_CHECKED]:
@@ -378,7 +378,7 @@ def check_vocab(vocab_file: str | None, config: BertConfig,
     if checkpoint_vocab:
         vocabs.append(_Vocab("the init_checkpoint's vocab", checkpoint_vocab, "",
                              vocab_size_of(checkpoint_vocab)))
-    vocabs = [dataclasses.replace(v, sha256=fileio.file_sha256(v.path)) for v in vocabs]
+    vocabs = [dataclasses.replace(v, sha256=input_files.file_sha256(v.path)) for v in vocabs]
     data_vocab = (info.vocab or {}) if info else {}
     recorded, recorded_size = data_vocab.get("sha256"), data_vocab.get("size")
     if recorded:

@@ -37,8 +37,11 @@ from keras_bert.model.models import BertClassifier
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import (
     as_numpy_outputs,
+    class_label,
     encode_text_segments,
+    label_list,
     read_lines,
+    text_pairs,
     warn_blank_lines,
 )
 from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
@@ -243,6 +246,30 @@ class GlueTask(Task):
             raise DataError(f"label {raw!r} is not one of GLUE {self.name}'s labels "
                             f"{list(self.labels)}.", path=path, line=line)
         return raw
+
+    # --- raw text (the task model's face) ------------------------------------------
+    def text_examples(self, x, y=None) -> list[GlueExample]:
+        """Examples of raw inputs: `x` one text, a list of texts, or pairs (see
+        `keras_bert.tasks.common.text_pairs`); `y` None, or per text a label name, a
+        class index, or a score for regression.
+
+        Example:
+
+        >>> GLUE_TASKS["sst2"].text_examples(["a fine film", "dull"], [1, "0"])[0]
+        GlueExample(guid='0', text_a='a fine film', text_b=None, label='1')
+        """
+        first, second = text_pairs(x)
+        pair = len(self.text_columns) > 1
+        if pair != (second is not None):
+            raise ArgumentError(
+                f"{self.name} classifies {'pairs of texts' if pair else 'single texts'}; "
+                + ("give pairs: x=(texts, text_pairs) or {'text': ..., 'text_pair': ...}."
+                   if pair else "give a list of texts, not pairs."), field="x")
+        labels = label_list(y, len(first))
+        return [GlueExample(str(i), a, None if second is None else second[i],
+                            None if labels is None else class_label(labels[i], self.labels,
+                                                                    self.name))
+                for i, a in enumerate(first)]
 
     # --- features and model ---------------------------------------------------------
     def features(self, examples: Sequence[GlueExample], tokenizer,

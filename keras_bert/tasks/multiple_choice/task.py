@@ -97,6 +97,50 @@ class SwagTask(Task):
                                 "'test'.", field="split")
         return os.path.join(data_dir, self._FILES[split])
 
+    def text_examples(self, x, y=None) -> list[SwagExample]:
+        """Examples of raw text: `x` {"context": [...], "endings": [[...], ...]} or a
+        list of (context, endings) tuples, up to four endings each (fewer are blank
+        choices, never chosen); `y` None, or per context the index of the right ending.
+
+        Example:
+
+        >>> SwagTask().text_examples({"context": "She opens the door.",
+        ...                           "endings": [["She walks in.", "It sings."]]})[0].endings
+        ('She walks in.', 'It sings.', '', '')
+        """
+        from keras_bert.tasks.common import label_list, text_list
+
+        if isinstance(x, dict):
+            if set(x) != {"context", "endings"}:
+                raise ArgumentError("give {'context': [...], 'endings': [[...], ...]}, got "
+                                    f"the keys {sorted(x)}.", field="x")
+            contexts, endings = text_list(x["context"], "context"), list(x["endings"])
+        elif isinstance(x, (list, tuple)) and x and all(
+                isinstance(p, (tuple, list)) and len(p) == 2 for p in x):
+            contexts = text_list([p[0] for p in x], "context")
+            endings = [p[1] for p in x]
+        else:
+            raise ArgumentError("give {'context': [...], 'endings': [[...], ...]} or "
+                                "(context, endings) tuples.", field="x")
+        if len(endings) != len(contexts):
+            raise ArgumentError(f"{len(contexts)} contexts but {len(endings)} lists of "
+                                "endings.", field="x")
+        labels = label_list(y, len(contexts))
+        examples = []
+        for i, (context, options) in enumerate(zip(contexts, endings)):
+            options = text_list(options, f"endings[{i}]")
+            if not 2 <= len(options) <= NUM_CHOICES:
+                raise ArgumentError(f"context {i} has {len(options)} endings; give 2 to "
+                                    f"{NUM_CHOICES}.", field="x")
+            label = None if labels is None else labels[i]
+            if label is not None and (isinstance(label, bool) or not isinstance(label, int)
+                                      or not 0 <= label < len(options)):
+                raise ArgumentError(f"label {label!r} of context {i} is no index of its "
+                                    f"{len(options)} endings.", field="y")
+            padded = tuple(options) + ("",) * (NUM_CHOICES - len(options))
+            examples.append(SwagExample(str(i), context, "", padded, label))
+        return examples
+
     def read_examples(self, path: str, labelled: bool = True) -> list[SwagExample]:
         """Examples of a SWAG CSV file; columns are found by the header's names.
 

@@ -83,6 +83,66 @@ class SquadTask(Task):
         self.read_stats[os.fspath(path)] = stats
         return examples
 
+    def text_examples(self, x, y=None) -> list[SquadExample]:
+        """Examples of raw questions and passages: `x` {"question": [...], "context":
+        [...]} or a list of (question, context) tuples; `y` None, or per question its
+        answer: a text of the context (its first occurrence is the target), a dict
+        {"text", "answer_start"}, or "" / None for no answer (SQuAD v2).
+
+        Example:
+
+        >>> SquadTask("squad1").text_examples({"question": "Who ran?",
+        ...                                    "context": "Ann ran."}, ["Ann"])[0].answer_start
+        0
+        """
+        from keras_bert.tasks.common import label_list, text_list
+
+        if isinstance(x, dict):
+            if set(x) != {"question", "context"}:
+                raise ArgumentError("give questions as {'question': [...], 'context': "
+                                    f"[...]}}, got the keys {sorted(x)}.", field="x")
+            questions = text_list(x["question"], "question")
+            contexts = text_list(x["context"], "context")
+        else:
+            pairs = list(x) if isinstance(x, (list, tuple)) else None
+            if not pairs or not all(isinstance(p, (tuple, list)) and len(p) == 2
+                                    for p in pairs):
+                raise ArgumentError("give questions as {'question': [...], 'context': "
+                                    "[...]} or (question, context) tuples.", field="x")
+            questions = text_list([p[0] for p in pairs], "question")
+            contexts = text_list([p[1] for p in pairs], "context")
+        if len(questions) != len(contexts):
+            raise ArgumentError(f"{len(questions)} questions but {len(contexts)} contexts.",
+                                field="x")
+        answers = label_list(y, len(questions)) if not (
+            isinstance(y, (str, dict)) and len(questions) == 1) else [y]
+        examples = []
+        for i, (question, context) in enumerate(zip(questions, contexts)):
+            target = None if answers is None else answers[i]
+            examples.append(self._text_example(str(i), question, context, target,
+                                               labelled=answers is not None))
+        return examples
+
+    def _text_example(self, qid, question, context, target, labelled):
+        if not labelled:
+            return SquadExample(qid, question, context)
+        if target is None or target == "" or (isinstance(target, dict)
+                                              and not target.get("text")):
+            if not self.version_2:
+                raise ArgumentError(f"question {qid} has no answer, which only SQuAD v2 "
+                                    "models (task 'squad2') learn.", field="y")
+            return SquadExample(qid, question, context, is_impossible=True)
+        text = target["text"] if isinstance(target, dict) else target
+        start = target.get("answer_start") if isinstance(target, dict) else None
+        if start is None:
+            start = context.find(text)
+        if not isinstance(text, str) or start < 0 or context[start:start + len(text)] != text:
+            raise ArgumentError(f"answer {text!r} of question {qid} is not in its context"
+                                + (f" at {start}" if start is not None and start >= 0 else "")
+                                + ".", field="y")
+        return SquadExample(qid, question, context, answers=(text,), answer_text=text,
+                            answer_start=start)
+
     def training_examples(self, examples: Sequence[SquadExample]) -> list[SquadExample]:
         """The examples with a training target: questions none of whose answers matches
         the context at its `answer_start` are left out (run_squad skips them too)."""

@@ -112,6 +112,42 @@ class NerTask(Task):
                                 "'dev' or 'test'.", field="split")
         return os.path.join(data_dir, self._FILES[split])
 
+    def text_examples(self, x, y=None) -> list[NerExample]:
+        """Examples of raw text: `x` one sentence or a list of them, each a string
+        (split on whitespace) or a list of its words; `y` None, or per sentence one tag
+        per word.
+
+        Example:
+
+        >>> NerTask(("O", "B-PER")).text_examples(["Ann ran"], [["B-PER", "O"]])[0].words
+        ('Ann', 'ran')
+        """
+        from keras_bert.tasks.common import label_list
+
+        sentences = [x] if isinstance(x, str) else list(x)
+        words = []
+        for i, sentence in enumerate(sentences):
+            if isinstance(sentence, str):
+                words.append(tuple(sentence.split()))
+            elif isinstance(sentence, (list, tuple)) and all(isinstance(w, str)
+                                                            for w in sentence):
+                words.append(tuple(sentence))
+            else:
+                raise ArgumentError(f"sentence {i} must be a string or a list of words, "
+                                    f"got {type(sentence).__name__}.", field="x")
+            if not words[-1]:
+                raise ArgumentError(f"sentence {i} has no words.", field="x")
+        tags = label_list(y, len(words)) if not (
+            isinstance(x, str) and y is not None) else [y]
+        examples = []
+        for i, sentence in enumerate(words):
+            sentence_tags = None if tags is None else tuple(tags[i])
+            if sentence_tags is not None and len(sentence_tags) != len(sentence):
+                raise ArgumentError(f"sentence {i} has {len(sentence)} words but "
+                                    f"{len(sentence_tags)} tags.", field="y")
+            examples.append(NerExample(sentence, sentence_tags))
+        return examples
+
     def read_examples(self, path: str, labelled: bool = True) -> list[NerExample]:
         """Sentences of a CoNLL-2003 file (see the module docstring).
 
