@@ -89,7 +89,14 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+_lazy_getattr, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+
+def __getattr__(name: str):
+    value = _lazy_getattr(name)
+    if _registration_pending:
+        _register_keras_classes()
+    return value
 
 # The facade sits above every stage: it names the later stages' modules that implement
 # the task models' raw-text face and export (see keras_bert.core.wiring).
@@ -97,10 +104,21 @@ wiring.provide("task_face", "keras_bert.tasks.keras_face")
 wiring.provide("task_export", "keras_bert.export.models")
 
 
+_registration_pending = False
+
+
 def _register_keras_classes():
     """Registers keras_bert's Keras classes (task models, encoder, layers, the taggers,
     the optimizer and its schedule), so that `keras.saving.load_model` finds them; these
-    modules import Keras only (no TensorFlow, which may be importing Keras right now)."""
+    modules import Keras only (no TensorFlow, which may be importing Keras right now).
+    While one of keras_bert's own modules is being imported (it imported Keras first),
+    the registration waits for the next name the facade loads."""
+    global _registration_pending
+    if any(getattr(getattr(module, "__spec__", None), "_initializing", False)
+           for name, module in list(sys.modules.items()) if name.startswith("keras_bert.")):
+        _registration_pending = True
+        return
+    _registration_pending = False
     import keras_bert.model.models  # noqa: F401
     import keras_bert.tasks.tagging.models  # noqa: F401
     import keras_bert.training.optimization  # noqa: F401

@@ -43,6 +43,9 @@ from keras_bert.tasks.finetuning.scoring import predict_split
 from keras_bert.tasks.registry import get_task
 from keras_bert.text.tokenizer import BertTokenizer
 
+# A reloaded model's compile state names the recipe's optimizer and schedule.
+from keras_bert.training import optimization  # noqa: F401,I001
+
 # The paper's fine-tuning recipe for `compile()` without arguments (§4, Appendix A.3):
 # AdamW, weight decay 0.01 off LayerNorm and biases, 10% warmup then linear decay,
 # global norm clipping 1.0; 5e-5 is the highest rate of the paper's grid, which a short
@@ -231,7 +234,7 @@ def fit(model, x, y=None, *, batch_size=None, epochs=1, shuffle=True,
     if validation_data is not None and _raw_pair(validation_data):
         vx, vy = _split_xy(validation_data)
         validation_data = preprocessor.dataset(vx, vy, batch_size)[0]
-    return model.fit(dataset, epochs=epochs, steps_per_epoch=steps,
+    return model.fit(dataset, epochs=epochs, steps_per_epoch=steps, shuffle=False,
                      validation_data=validation_data, **kwargs)
 
 
@@ -320,7 +323,16 @@ def choose(model, contexts, endings, batch_size=None) -> list[int]:
 
 
 # --- from_preset ------------------------------------------------------------------------
-def from_preset(cls, source, *, num_classes: int | None = None,
+def from_preset(cls, source, **kwargs):
+    """A task model of class `cls` with its preprocessor, compiled (its saved compile
+    state, else the recipe: `compile()`); see `_opened` and `TextFace.from_preset`."""
+    model = _opened(cls, source, **kwargs)
+    if not model.compiled:
+        model.compile()
+    return model
+
+
+def _opened(cls, source, *, num_classes: int | None = None,
                 sequence_length: int | None = None, label_names: Sequence[str] | None = None,
                 lower_case: bool | None = None, vocab_file=None, task: str | None = None,
                 **kwargs):

