@@ -32,8 +32,6 @@ works in a fresh process (`keras_bert.tasks.tagging.task` holds the feature-base
 tagger; `load_finetuned` loads a fine-tuning run directory).
 """
 
-import sys
-
 from keras_bert.core import wiring
 from keras_bert.core.lazy import lazy_exports
 
@@ -114,8 +112,7 @@ def _register_keras_classes():
     While one of keras_bert's own modules is being imported (it imported Keras first),
     the registration waits for the next name the facade loads."""
     global _registration_pending
-    if any(getattr(getattr(module, "__spec__", None), "_initializing", False)
-           for name, module in list(sys.modules.items()) if name.startswith("keras_bert.")):
+    if wiring.initializing("keras_bert"):
         _registration_pending = True
         return
     _registration_pending = False
@@ -124,39 +121,4 @@ def _register_keras_classes():
     import keras_bert.training.optimization  # noqa: F401
 
 
-class _AfterKerasImport:
-    """A meta path finder that registers keras_bert's classes right after `keras` itself
-    is imported (Keras is not imported here: `import keras_bert` stays light). It stays
-    in place until that import runs: a mere `importlib.util.find_spec("keras")` (as
-    TensorFlow makes) also asks it."""
-
-    searching = False
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "keras" or self.searching:
-            return None
-        import importlib.util
-
-        self.searching = True
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            self.searching = False
-        if spec is None or spec.loader is None:
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def exec_then_register(module):
-            exec_module(module)
-            if self in sys.meta_path:
-                sys.meta_path.remove(self)
-            _register_keras_classes()
-
-        spec.loader.exec_module = exec_then_register
-        return spec
-
-
-if "keras" in sys.modules:
-    _register_keras_classes()
-elif not any(isinstance(finder, _AfterKerasImport) for finder in sys.meta_path):
-    sys.meta_path.insert(0, _AfterKerasImport())
+wiring.after_import("keras", _register_keras_classes)

@@ -137,6 +137,8 @@ def input_paths(value: str, kind: str) -> list[str]:
         return [value]
     if kind == "checkpoint" and not os.path.exists(value) and os.path.isfile(value + ".index"):
         return [os.path.realpath(os.path.dirname(os.path.abspath(value)))]
+    if kind == "checkpoint" and os.path.isfile(os.path.join(value, "saved_model.pb")):
+        return []  # an export, no checkpoint: the command says so
     fits = {"file": os.path.isfile, "directory": os.path.isdir}.get(kind, os.path.exists)
     return [os.path.realpath(value)] if fits(value) else []
 

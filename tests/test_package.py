@@ -26,8 +26,10 @@ def test_import_loads_nothing_heavy_whatever_argv_holds(argv):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    # The facade's loader (and its package's docstring-only __init__), nothing else.
-    assert result["at_import"] == ["keras_bert.core", "keras_bert.core.lazy"]
+    # The facade's loader and its wiring of the stages (and their package's
+    # docstring-only __init__), nothing else.
+    assert result["at_import"] == ["keras_bert.core", "keras_bert.core.lazy",
+                                   "keras_bert.core.wiring"]
     assert result["vocab"] == 10 and result["config_module"] == "keras_bert.model.config"
 
 

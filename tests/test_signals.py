@@ -255,17 +255,20 @@ def test_sigterm_while_the_version_is_written(run_dir, tmp_path):
     assert not [v for _, dirs, _ in os.walk(out) for v in dirs if v.isdigit()]
 
 
-# The child sends itself the signal from inside a gc callback once the export has run
-# for a while, and spins there so that the handler runs inside the callback.
+# The child sends itself the signal from inside a gc callback once the export writes
+# its version (a hidden temporary appears under the output), and spins there so that
+# the handler runs inside the callback.
 _GC_CHILD = """
 import gc, os, signal, sys, time
 from keras_bert.cli import entry_point
-at = time.monotonic() + float(sys.argv[1])
+out, stamp = sys.argv[1], sys.argv[2]
 sent = []
+def writing():
+    return any(".tmp-" in name for _, dirs, _ in os.walk(out) for name in dirs)
 def send_inside_gc(phase, info):
-    if not sent and phase == "start" and time.monotonic() >= at:
+    if not sent and phase == "start" and writing():
         sent.append(True)
-        with open(sys.argv[2], "w") as f:
+        with open(stamp, "w") as f:
             f.write(str(time.monotonic()))
         os.kill(os.getpid(), signal.SIGTERM)
         for _ in range(10000):
@@ -278,7 +281,7 @@ sys.exit(entry_point())
 
 def test_sigterm_inside_a_gc_callback_during_export(run_dir, tmp_path):
     out, stamp = tmp_path / "out", tmp_path / "sent_at"
-    command = _export(run_dir, out, ["-c", _GC_CHILD, "6", str(stamp)])
+    command = _export(run_dir, out, ["-c", _GC_CHILD, str(out), str(stamp)])
     child = subprocess.run(command, env=_env(), capture_output=True, text=True,
                            timeout=EXPORT_SECONDS)
     if not stamp.exists():

@@ -214,7 +214,7 @@ def release_problem(directory: str) -> str | None:
     >>> directory = tempfile.mkdtemp()
     >>> release_problem(directory)
     'has no bert_config.json, vocab.txt, bert_model.ckpt.index or bert_model.ckpt.data-* file'
-    >>> for name in ("vocab.txt", "bert_model.ckpt.index", "bert_model.ckpt.data-00001-of-00002"):
+    >>> for name in (VOCAB_FILE, "bert_model.ckpt.index", "bert_model.ckpt.data-00001-of-00002"):
     ...     _ = open(os.path.join(directory, name), "w").write("x")
     >>> _ = open(os.path.join(directory, "bert_config.json"), "w").write('{"hidden_size": 8}')
     >>> release_problem(directory)

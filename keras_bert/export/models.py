@@ -9,6 +9,7 @@ import tempfile
 
 from keras_bert.core.errors import ArgumentError
 from keras_bert.export.source import ExportSource
+from keras_bert.text.vocab import VOCAB_FILE
 
 FORMATS = ("tf_saved_model", "litert", "onnx")
 
@@ -49,7 +50,7 @@ def export(model, filepath, format: str = "tf_saved_model", **kwargs) -> str:
     filepath = os.path.abspath(os.fspath(filepath))
     output_dir, name = os.path.split(filepath)
     with tempfile.TemporaryDirectory() as tmp:
-        source = export_source(model, os.path.join(tmp, "vocab.txt"))
+        source = export_source(model, os.path.join(tmp, VOCAB_FILE))
         if format == "tf_saved_model":
             from keras_bert.export.saved_model import export_saved_model
 

@@ -5,11 +5,16 @@
 - `encoder`: `BertEncoder`, the functional encoder with TF Hub input/output names;
 - `models`: the task models on the encoder (pretraining, classification, spans,
   tokens, multiple choice, features);
+- `text_face`: what the task models add for raw text (`from_preset`, `fit`/`predict`
+  on strings, `classify`/`answer`/`tag`/`choose`, `export`), implemented by later
+  stages and wired in by the package facade;
+- `adaptation`: `quantize` and `enable_lora` of a task model, and the retracing they
+  need;
 - `losses`: the pretraining objective with global averages;
 - `tf_fast`: the TensorFlow backend's fast paths (MatMul + BiasAdd rows, fusable GELU,
   16-bit dropout masks, the compiled eager call), the one place the model stage uses
   TensorFlow; on JAX and PyTorch the layers run their `keras.ops` form.
 
-Keras finds these classes in a `.keras` file once their module is loaded: `import
-keras_bert.model.models` before `keras.saving.load_model`.
+Keras finds these classes in a `.keras` file once Keras and keras_bert are imported
+(the facade registers them when Keras arrives).
 """

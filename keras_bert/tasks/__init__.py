@@ -16,5 +16,8 @@ Shared by the families:
 - `serving`: the checks that turn `serve_text`'s inputs into batches of strings.
 - `tfds_source`: any task's examples from a prepared tensorflow-datasets dataset.
 - `registry`: every task by its `--task` name.
+- `keras_face`: the task models' raw-text face: `TextPreprocessor` (task, vocabulary,
+  casing, settings), `from_preset`, `fit`/`evaluate`/`predict` on strings and the
+  readable calls, over `Task.text_examples`, `Task.features` and `Task.decode`.
 - `finetuning/`: the fine-tuning run over any of them (`keras-bert finetune`).
 """

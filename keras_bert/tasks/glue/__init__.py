@@ -3,6 +3,8 @@ family:
 
 - `task`: the nine GLUE tasks (reading their TSV files, features, decoding, the official
   metrics, submission files);
+- `classification`: `TextClassificationTask`, your own labels (the task behind
+  `BertClassifier.from_preset`);
 - `library`: the demo's derived task in GLUE's layout ("which library is this docstring
   sentence from?");
 - `serving`: what export serves of a classifier (`logits`, `probabilities`, `label`) or
