@@ -275,6 +275,26 @@ def test_from_preset_of_a_keras_file_and_a_checkpoint(tmp_path):
     assert {label for label, _ in fresh.classify(TEXTS)} <= {"a", "b", "c"}
 
 
+def test_from_preset_of_a_keras_hub_classifier_keeps_its_head(tmp_path):
+    from keras_bert.checkpoints import save_keras_hub_preset
+
+    keras.utils.set_random_seed(4)
+    config = tiny_config(rich_tokenizer(False).vocab_size).replace(hidden_act="gelu_tanh")
+    trained = keras_bert.BertClassifier(keras_bert.BertEncoder(config), num_classes=3)
+    preset = str(tmp_path / "hub")
+    save_keras_hub_preset(trained, preset, VOCAB, lower_case=False, sequence_length=24)
+    model = keras_bert.BertClassifier.from_preset(preset)
+    assert model.num_classes == 3 and model.preprocessor.sequence_length == 24
+    reference = keras_bert.BertClassifier(trained.encoder, num_classes=3, preprocessor=(
+        TextPreprocessor.for_task(classification_task(["0", "1", "2"]), VOCAB,
+                                  lower_case=False, sequence_length=24)))
+    reference.get_layer("logits").set_weights(trained.get_layer("logits").get_weights())
+    np.testing.assert_allclose(model.predict(TEXTS, verbose=0),
+                               reference.predict(TEXTS, verbose=0), atol=1e-5)
+    with pytest.raises(ArgumentError, match="3 classes, not 2"):
+        keras_bert.BertClassifier.from_preset(preset, num_classes=2)
+
+
 _JAX = """
 import json, sys
 import keras, numpy as np, keras_bert

@@ -94,14 +94,17 @@ class BertTask(TextFace, Adaptation, keras.Model):
     def default_metrics(self):
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", *,
+                learning_rate: float | None = None, **kwargs):
         """Like `keras.Model.compile`; "auto" picks the task's standard choice.
 
         The default optimizer is AdamW with the paper's fine-tuning learning rate 2e-5,
         weight decay 0.01, epsilon 1e-6, and LayerNorm/bias variables excluded from decay.
         A `fit` on raw text (a model with a preprocessor) then replaces it with the
-        paper's whole recipe sized for that run: peak rate 5e-5, 10% warmup, linear
-        decay, global norm clipping 1.0 (`keras_bert.tasks.keras_face.size_recipe`).
+        paper's whole recipe sized for that run: 10% warmup, linear decay, global norm
+        clipping 1.0, and peak rate `learning_rate`, by default the top of Google's
+        fine-tuning grid for the model's size: 5e-5 from BERT-Base's width (768) up,
+        1e-4 below it (the small BERTs' grid; `keras_bert.tasks.keras_face`).
         """
         recipe = optimizer == "auto"
         if recipe:
@@ -114,7 +117,9 @@ class BertTask(TextFace, Adaptation, keras.Model):
             metrics = self.default_metrics()
         self._recipe_pending = False
         if recipe:  # a `fit` on raw text sizes the recipe's schedule (TextFace)
-            self._mark_recipe(loss, metrics, learning_rate=5e-5)
+            if learning_rate is None:
+                learning_rate = 5e-5 if self.encoder.config.hidden_size >= 768 else 1e-4
+            self._mark_recipe(loss, metrics, learning_rate=learning_rate)
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
 
@@ -319,11 +324,13 @@ class BertSpanLabeler(SpanFace, BertTask):
     def default_metrics(self):
         return None
 
-    def compile(self, optimizer="auto", loss="auto", metrics="auto", **kwargs):
+    def compile(self, optimizer="auto", loss="auto", metrics="auto", *,
+                learning_rate: float | None = None, **kwargs):
         # The paper's objective is the mean of the start and end log-likelihoods.
         if loss == "auto":
             kwargs.setdefault("loss_weights", {"start_logits": 0.5, "end_logits": 0.5})
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                        learning_rate=learning_rate, **kwargs)
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
