@@ -319,9 +319,36 @@ print(json.dumps({"backend": keras.backend.backend(), "loss": history.history["l
 """
 
 
-def test_fit_evaluate_save_load_under_jax(tmp_path):
-    pytest.importorskip("jax")
+@pytest.mark.parametrize("backend", ["jax", pytest.param("torch", marks=pytest.mark.slow)])
+def test_fit_evaluate_save_load_on_another_backend(backend, tmp_path):
+    pytest.importorskip(backend)
     got = _run(_JAX, os.path.join(REPO, "tests"), json.dumps(TEXTS), json.dumps(LABELS),
-               tmp_path / "jax.keras", env={"KERAS_BACKEND": "jax"})
-    assert got["backend"] == "jax" and got["loss"][-1] < got["loss"][0]
+               tmp_path / f"{backend}.keras", env={"KERAS_BACKEND": backend})
+    assert got["backend"] == backend and got["loss"][-1] < got["loss"][0]
     assert 0 <= got["accuracy"] <= 1 and got["same"] < 1e-5
+
+
+def test_a_quantized_model_exports_and_refuses_a_keras_file(tmp_path):
+    import warnings
+
+    model = _classifier()
+    logits = model.predict(TEXTS, verbose=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # LayerNorm and dropout have nothing to quantize
+        model.quantize("int8")
+    with pytest.raises(ArgumentError, match="quantize"):
+        model.save(str(tmp_path / "q.keras"))
+    assert not (tmp_path / "q.keras").exists()
+    version = model.export(str(tmp_path / "q"), warmup=False)
+    served = _run(_SERVE, version, json.dumps(TEXTS))
+    np.testing.assert_allclose(served["logits"], model.predict(TEXTS, verbose=0), atol=1e-4)
+    assert np.abs(np.asarray(served["logits"]) - logits).max() > 0  # int8 weights served
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("format", ["litert", "onnx"])
+def test_export_to_litert_and_onnx(format, tmp_path):
+    model = _classifier()
+    version = model.export(str(tmp_path / "m"), format=format)
+    assert os.listdir(version) and any(
+        name.endswith(".tflite" if format == "litert" else ".onnx") for name in os.listdir(version))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from keras_bert.core.errors import ArgumentError
 from keras_bert.model.encoder import check_quantization_mode
+from keras_bert.model.layers.attention import quantized
 
 
 class Adaptation:
@@ -70,3 +71,15 @@ class Adaptation:
     def make_predict_function(self, force=False):
         self._forget_stale_functions()
         return super().make_predict_function(force)
+
+    def save(self, filepath, *args, **kwargs):
+        """`keras.Model.save`; a quantized model is refused (its `.keras` file would not
+        load back: the file records the float layers' config): save the float model
+        and quantize after loading, or `export()` the quantized one."""
+        if quantized(*self._flatten_layers()):
+            raise ArgumentError(
+                f"this {type(self).__name__} is quantized, and a quantized .keras file would "
+                "not load back: save the float model and call quantize() after loading "
+                "it, or export() the quantized model.", field="filepath")
+        return super().save(filepath, *args, **kwargs)
+
