@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import REPO
-from export_support import VOCAB, finetuned_run, rich_tokenizer, tiny_config
+from export_support import VOCAB, rich_tokenizer, tiny_config
 
 import keras_bert
 import keras_bert.cli
@@ -231,17 +231,40 @@ def test_export_serves_raw_text_like_predict(tmp_path):
     np.testing.assert_allclose(served["logits"], model.predict(TEXTS, verbose=0), atol=1e-4)
 
 
-def test_a_squad_run_answers_as_keras_bert_predict(tmp_path):
+def test_a_squad_run_answers_as_its_predictions_json(tmp_path):
+    """A squad1 run of `keras-bert finetune` (tiny, random start) opened with
+    `BertSpanLabeler.from_preset`: `answer` gives the answers the run wrote to its
+    predictions.json for the dev articles, which it never trained on."""
+    # Dev: passages the run never trains on (the training file's are others).
+    squad = tmp_path / "squad"
+    squad.mkdir()
+    shutil.copyfile(os.path.join(os.path.dirname(SQUAD_DEV), "train-v1.1.json"),
+                    squad / "train-v1.1.json")
+    passages = [("The lighthouse on the northern cape was built in 1871 by a stonemason "
+                 "named Oskar Lind, who carried every block from the quarry by boat.",
+                 [("Who built the lighthouse?", "Oskar Lind"),
+                  ("When was the lighthouse built?", "1871")]),
+                ("Blue herons nest in tall reeds along the river, and they return each "
+                 "spring after wintering near the southern coast.",
+                 [("Where do blue herons nest?", "in tall reeds along the river"),
+                  ("When do the herons return?", "each spring")])]
+    articles = [{"title": "unseen", "paragraphs": [
+        {"context": context, "qas": [
+            {"id": f"q{i}{j}", "question": q,
+             "answers": [{"text": a, "answer_start": context.index(a)}]}
+            for j, (q, a) in enumerate(qas)]} for i, (context, qas) in enumerate(passages)]}]
+    with open(squad / "dev-v1.1.json", "w") as f:
+        json.dump({"version": "1.1", "data": articles}, f)
+    with open(squad / "train-v1.1.json") as f:
+        train_contexts = {p["context"] for a in json.load(f)["data"] for p in a["paragraphs"]}
+    assert not train_contexts & {context for context, _ in passages}
     run = tmp_path / "squad_run"
-    finetuned_run(VOCAB, 64, run, "squad1", _encoder(3), {"task": "squad1"},
-                  doc_stride=16, max_query_length=16)
-    predictions = tmp_path / "predictions.json"
-    code = keras_bert.cli.main(["predict", "--model", str(run), "--task", "squad1",
-                                "--input", SQUAD_DEV, "--output", str(predictions),
-                                "--quiet"])
+    code = keras_bert.cli.main([
+        "finetune", "--task", "squad1", "--data_dir", str(squad), "--output_dir", str(run),
+        "--preset", "tiny", "--vocab_file", VOCAB, "--do_lower_case=false",
+        "--max_seq_length", "64", "--doc_stride", "16", "--max_query_length", "16",
+        "--train_batch_size", "8", "--num_train_epochs", "1", "--noprogress", "--quiet"])
     assert code == 0
-    with open(SQUAD_DEV) as f:
-        articles = json.load(f)["data"]
     questions, contexts, ids = [], [], []
     for article in articles:
         for paragraph in article["paragraphs"]:
@@ -250,11 +273,10 @@ def test_a_squad_run_answers_as_keras_bert_predict(tmp_path):
                 contexts.append(paragraph["context"])
                 ids.append(qa["id"])
     labeler = keras_bert.BertSpanLabeler.from_preset(str(run))
-    answers = labeler.answer(questions, contexts)
-    with open(predictions) as f:
-        expected = json.load(f)
-    assert answers == [expected[i] for i in ids]
     assert labeler.preprocessor.settings.doc_stride == 16
+    with open(run / "predictions.json") as f:
+        expected = json.load(f)
+    assert labeler.answer(questions, contexts) == [expected[i] for i in ids]
 
 
 def test_from_preset_of_a_keras_file_and_a_checkpoint(tmp_path):
