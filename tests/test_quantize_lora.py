@@ -125,6 +125,7 @@ def test_int8_encoder_is_the_float_encoder_with_dequantized_weights():
 
 
 def test_default_int8_classifier_agrees_with_the_float_one():
+    keras.utils.set_random_seed(3)
     encoder = BertEncoder(BertConfig.from_preset("tiny", **TINY))
     model = BertClassifier(encoder, num_classes=3)
     # A head that separates the classes as a fine-tuned one does (random init is tiny).
@@ -139,7 +140,10 @@ def test_default_int8_classifier_agrees_with_the_float_one():
     assert str(head.kernel.dtype) == "int8"
     labels_int8 = model.predict(x, verbose=0).argmax(-1)
     agreement = float(np.mean(labels_int8 == labels_float))
-    assert agreement >= 0.99, agreement
+    # Random weights put some inputs near a class boundary (0.985 to 1.0 over seeds); the
+    # bug this guards against agreed on 59%. The fine-tuned MiniLM's 99.5% on SST-2 is
+    # benchmarks/keras_face.py's.
+    assert agreement >= 0.95, agreement
     assert len(set(labels_float.tolist())) == 3  # the labels are not all one class
     cosine = _cosine(_numpy(encoder(x)["sequence_output"]), sequence_float)
     assert cosine > 0.99, cosine
@@ -296,6 +300,7 @@ from keras_bert import BertClassifier, BertConfig, BertEncoder
 
 config = BertConfig.from_preset("tiny", vocab_size=1000, hidden_size=64, num_heads=4,
                                 intermediate_size=256, num_layers=2)
+keras.utils.set_random_seed(0)
 rng = np.random.default_rng(0)
 x = {"input_word_ids": rng.integers(5, 1000, (200, 24)).astype("int32"),
      "input_mask": np.ones((200, 24), "int32"), "input_type_ids": np.zeros((200, 24), "int32")}
@@ -339,5 +344,5 @@ def test_quantize_and_lora_under_jax():
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     assert results["backend"] == "jax", results
     assert results["dtype"] == "int8", results
-    assert results["cosine"] > 0.99 and results["agreement"] >= 0.99, results
+    assert results["cosine"] > 0.99 and results["agreement"] >= 0.95, results
     assert results["lora_moved"] > 1e-3 and results["frozen_kept"], results
