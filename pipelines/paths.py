@@ -7,7 +7,6 @@ outputs that can be written (nothing left behind by the check) and that spare th
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import glob
 import os
 import shutil
@@ -16,6 +15,7 @@ from collections.abc import Collection
 
 from keras_bert.core.errors import ArgumentError, InputNotFoundError, OutputError
 from keras_bert.core.fileio import check_writable, is_remote
+from keras_bert.core.input_files import path_relation
 
 
 def require_file(path: str, what: str) -> str:
@@ -141,31 +141,6 @@ def input_paths(value: str, kind: str) -> list[str]:
         return []  # an export, no checkpoint: the command says so
     fits = {"file": os.path.isfile, "directory": os.path.isdir}.get(kind, os.path.exists)
     return [os.path.realpath(value)] if fits(value) else []
-
-
-def path_relation(output: str, input_path: str) -> str | None:
-    """How `output` lies to `input_path` (from `input_paths`): "is" (the same path),
-    "holds" (the input inside the output), "inside" (the output inside the input) or
-    None. Local paths compare resolved (symlinks followed), remote ones as strings, a
-    remote glob's parts matched as globs.
-
-    Example:
-
-    >>> path_relation("/d", "/d/train.tsv"), path_relation("gs://b/x/", "gs://b/x")
-    ('holds', 'is')
-    >>> path_relation("gs://b/x/out", "gs://b/*"), path_relation("/d2", "/d")
-    ('inside', None)
-    """
-    def parts(path: str) -> tuple[str, list[str]]:
-        scheme, _, rest = path.partition("://") if is_remote(path) else (
-            "", "", os.path.realpath(path).replace(os.sep, "/"))
-        return scheme, [p for p in rest.split("/") if p not in ("", ".")]
-
-    (scheme, out), (input_scheme, into) = parts(output), parts(input_path)
-    same = fnmatch.fnmatchcase if scheme else str.__eq__
-    if scheme != input_scheme or not all(map(same, out, into)):
-        return None
-    return "is" if len(out) == len(into) else "holds" if len(out) < len(into) else "inside"
 
 
 def check_spares_input(output: str, what: str, input_path: str, input_what: str,

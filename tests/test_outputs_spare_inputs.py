@@ -10,14 +10,16 @@ The refusal comes before anything is read, so the inputs are tiny stand-ins."""
 import argparse
 import hashlib
 import os
+import shutil
 
 import pytest
-from conftest import snapshot_files
+from conftest import REPO, snapshot_files
 
 from keras_bert.cli import main
 from keras_bert.core.errors import OutputError
+from keras_bert.core.input_files import path_relation
 from keras_bert.pipelines.commands import check_outputs_spare_inputs
-from keras_bert.pipelines.paths import input_paths, path_relation
+from keras_bert.pipelines.paths import input_paths
 
 
 def _hashes(root):
@@ -174,3 +176,19 @@ def test_outputs_shared_with_inputs_on_purpose_pass(tmp_path):
         _check("plot", run_dir=str(run), output_dir=str(run))
     with pytest.raises(OutputError, match="--output_dir .* holds the --model"):
         _check("evaluate", model=str(run), output_dir=str(tmp_path))
+
+
+def test_the_library_refuses_too(tmp_path):
+    """`Finetuning` itself (not only the command) refuses an output_dir that is or lies
+    inside its data, before anything is written or removed."""
+    from keras_bert.tasks.finetuning import Finetuning
+
+    data = tmp_path / "STS-B"
+    shutil.copytree(os.path.join(REPO, "tests", "data", "tasks", "glue", "STS-B"), data)
+    before = {p.name: p.read_bytes() for p in data.iterdir()}
+    vocab = os.path.join(REPO, "tests", "data", "tokenization", "vocab_rich.txt")
+    for output in (data, data / "run"):
+        with pytest.raises(OutputError, match="the data_dir"):
+            Finetuning("stsb", str(data), str(output), preset="tiny", vocab_file=vocab,
+                       lower_case=False, overwrite=True, progress=False)
+    assert {p.name: p.read_bytes() for p in data.iterdir()} == before

@@ -1,10 +1,12 @@
 """The files a run reads, found and fingerprinted: `expand_patterns` turns comma-separated
 globs (local or remote) into the input files, naming a pattern that matches nothing
-before any work; `file_sha256` is the checksum recorded of a vocab or input file.
+before any work; `file_sha256` is the checksum recorded of a vocab or input file;
+`path_relation` tells how an output path lies to an input (is, holds, inside).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 from collections.abc import Iterable
@@ -82,3 +84,28 @@ def file_sha256(path: str | os.PathLike) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def path_relation(output: str, input_path: str) -> str | None:
+    """How `output` lies to `input_path` (from `input_paths`): "is" (the same path),
+    "holds" (the input inside the output), "inside" (the output inside the input) or
+    None. Local paths compare resolved (symlinks followed), remote ones as strings, a
+    remote glob's parts matched as globs.
+
+    Example:
+
+    >>> path_relation("/d", "/d/train.tsv"), path_relation("gs://b/x/", "gs://b/x")
+    ('holds', 'is')
+    >>> path_relation("gs://b/x/out", "gs://b/*"), path_relation("/d2", "/d")
+    ('inside', None)
+    """
+    def parts(path: str) -> tuple[str, list[str]]:
+        scheme, _, rest = path.partition("://") if is_remote(path) else (
+            "", "", os.path.realpath(path).replace(os.sep, "/"))
+        return scheme, [p for p in rest.split("/") if p not in ("", ".")]
+
+    (scheme, out), (input_scheme, into) = parts(output), parts(input_path)
+    same = fnmatch.fnmatchcase if scheme else str.__eq__
+    if scheme != input_scheme or not all(map(same, out, into)):
+        return None
+    return "is" if len(out) == len(into) else "holds" if len(out) < len(into) else "inside"

@@ -23,7 +23,8 @@ import keras
 
 from keras_bert.checkpoints import load_encoder
 from keras_bert.core import fileio, stopping
-from keras_bert.core.errors import DataError, Terminated
+from keras_bert.core.errors import DataError, OutputError, Terminated
+from keras_bert.core.input_files import path_relation
 from keras_bert.core.precision import bfloat16_cpu_note
 from keras_bert.model.encoder import BertEncoder
 from keras_bert.tasks.base import Features, Task, feature_dataset, log_truncation
@@ -88,6 +89,26 @@ class _Termination(keras.callbacks.Callback):
         self.check()
 
 
+def _check_spares_inputs(output_dir: str, **inputs) -> None:
+    """Refuses an `output_dir` that is, holds or lies inside an input (a run would
+    replace or delete what it reads), before any work, `overwrite` or not; a checkpoint
+    prefix (`dir/model.ckpt-100`) counts as its directory, a checkpoint name as none."""
+    for field, path in inputs.items():
+        if not path or fileio.is_remote(path):
+            continue
+        path = os.fspath(path)
+        if not os.path.exists(path) and os.path.isfile(path + ".index"):
+            path = os.path.dirname(os.path.abspath(path))
+        if not os.path.exists(path):
+            continue
+        relation = path_relation(output_dir, os.path.realpath(path))
+        if relation is not None:
+            where = {"is": "is", "holds": "holds", "inside": "lies inside"}[relation]
+            raise OutputError(f"output_dir {output_dir!r} {where} the {field} {path!r} the "
+                              "run reads; writing there would overwrite or delete its "
+                              "inputs: choose another output_dir.")
+
+
 @dataclasses.dataclass
 class Split:
     """One data split read and featurized: its examples, features and file."""
@@ -146,6 +167,8 @@ class Finetuning:
         self.overwrite = overwrite
         self.progress = progress
         options.check_task(self.task)
+        _check_spares_inputs(self.output_dir, data_dir=data_dir, tfds_data_dir=tfds_data_dir,
+                             checkpoint=checkpoint, vocab_file=vocab_file)
         remove_leftovers(self.output_dir)
         check_output_dir(self.output_dir, overwrite)
         self.checkpoint, self.preset = checkpoint, preset
