@@ -16,9 +16,10 @@ from collections.abc import Callable
 
 from keras_bert.core import stopping
 from keras_bert.core.errors import UserInputError
+from keras_bert.core.input_files import check_spares_input
 from keras_bert.pipelines.arguments import check_max_seq_length
 from keras_bert.pipelines.field_flags import flag_of, in_flag_terms
-from keras_bert.pipelines.paths import check_output, check_spares_input, input_paths
+from keras_bert.pipelines.paths import check_output, input_paths
 from keras_bert.pipelines.reporting import (
     EXIT_FAILURE,
     EXIT_OK,

@@ -1,7 +1,8 @@
 """Checks of a command's paths before any work: inputs that exist and are of the right
 kind, a --model checkpoint resolved with its vocab and casing flags (`resolve_model`),
 outputs that can be written (nothing left behind by the check) and that spare the inputs
-(`check_spares_input`), and an output removed again when the work that created it fails.
+(the flags' paths that `keras_bert.core.input_files.check_spares_input` compares:
+`input_paths`), and an output removed again when the work that created it fails.
 """
 
 from __future__ import annotations
@@ -11,11 +12,9 @@ import glob
 import os
 import shutil
 import tempfile
-from collections.abc import Collection
 
 from keras_bert.core.errors import ArgumentError, InputNotFoundError, OutputError
 from keras_bert.core.fileio import check_writable, is_remote
-from keras_bert.core.input_files import path_relation
 
 
 def require_file(path: str, what: str) -> str:
@@ -104,7 +103,7 @@ def check_output(path: str, kind: str, what: str) -> None:
 
 
 def input_paths(value: str, kind: str) -> list[str]:
-    """The existing inputs an input flag's `value` names, as `check_spares_input` compares
+    """The existing inputs an input flag's `value` names, as `keras_bert.core.input_files.check_spares_input` compares
     them: local paths resolved (`os.path.realpath`), remote ones (`gs://...`) as given.
     `kind` "file", "directory"; "checkpoint": a directory or file, or for a checkpoint
     prefix (`dir/model.ckpt-100`, beside its `.index`) the directory it lives in;
@@ -141,31 +140,6 @@ def input_paths(value: str, kind: str) -> list[str]:
         return []  # an export, no checkpoint: the command says so
     fits = {"file": os.path.isfile, "directory": os.path.isdir}.get(kind, os.path.exists)
     return [os.path.realpath(value)] if fits(value) else []
-
-
-def check_spares_input(output: str, what: str, input_path: str, input_what: str,
-                       allowed: Collection[str] = ()) -> None:
-    """Raises `OutputError` when the output `output` (named `what`) is, holds or lies
-    inside `input_path` (from `input_paths`; named `input_what`), unless that relation
-    (`path_relation`) is `allowed`: writing there could overwrite or delete the input, or
-    mix outputs into it.
-
-    Example:
-
-    >>> check_spares_input("/d", "--output_dir", "/d", "--data_dir")
-    Traceback (most recent call last):
-    ...
-    keras_bert.core.errors.OutputError: --output_dir '/d' is the --data_dir it reads from; writing there would overwrite or delete its inputs: choose another --output_dir.
-    """
-    relation = path_relation(output, input_path)
-    if relation is None or relation in allowed:
-        return
-    where = {"is": f"is the {input_what} it reads from",
-             "holds": f"holds the {input_what} it reads from ({input_path!r})",
-             "inside": f"lies inside the {input_what} it reads from ({input_path!r})"}
-    harm = "put outputs among" if relation == "inside" else "overwrite or delete"
-    raise OutputError(f"{what} {output!r} {where[relation]}; writing there would {harm} "
-                      f"its inputs: choose another {what}.")
 
 
 @contextlib.contextmanager

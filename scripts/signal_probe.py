@@ -97,14 +97,10 @@ def main() -> None:
     parser.add_argument("--gc_trials", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    from export_support import VOCAB, finetuned_run, rich_tokenizer, tiny_config
-
-    from keras_bert import BertEncoder
+    from export_support import tiny_sst2_run
 
     root = tempfile.mkdtemp(prefix="signal_probe_")
-    run_dir = os.path.join(root, "run_sst2")
-    encoder = BertEncoder(tiny_config(rich_tokenizer(False).vocab_size))
-    finetuned_run(VOCAB, 16, run_dir, "sst2", encoder, {"task": "sst2", "labels": ["0", "1"]})
+    run_dir = tiny_sst2_run(os.path.join(root, "run_sst2"))
     rng = random.Random(args.seed)
     plan = [(s, float(d), False) for s in args.signals.split(",")
             for d in args.delays.split(",")]

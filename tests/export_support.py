@@ -86,6 +86,16 @@ def finetuned_run(vocab, seq, directory, task_name, encoder, task_config, **opti
     return model
 
 
+def tiny_sst2_run(directory):
+    """A tiny random-weight SST-2 run directory (max_seq_length 16) at `directory`: what
+    the export plumbing tests export."""
+    from keras_bert.model.encoder import BertEncoder
+
+    encoder = BertEncoder(tiny_config(rich_tokenizer(False).vocab_size))
+    finetuned_run(VOCAB, 16, directory, "sst2", encoder, {"task": "sst2", "labels": ["0", "1"]})
+    return str(directory)
+
+
 def run_python(root, script, *args, timeout=300):
     """Runs the Python source `script` as a fresh process (`python -I`, no PYTHONPATH)
     in directory `root` with `args`; returns the finished `subprocess.CompletedProcess`.

@@ -20,9 +20,8 @@ import sys
 import time
 
 import pytest
-from export_support import VOCAB, finetuned_run, rich_tokenizer, tiny_config
+from export_support import tiny_sst2_run
 
-from keras_bert import BertEncoder
 from keras_bert.cli import main
 from keras_bert.core import fileio
 from keras_bert.core.errors import OutputExistsError
@@ -32,10 +31,7 @@ from keras_bert.pipelines import flags
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("reliability") / "run_sst2"
-    encoder = BertEncoder(tiny_config(rich_tokenizer(False).vocab_size))
-    finetuned_run(VOCAB, 16, path, "sst2", encoder, {"task": "sst2", "labels": ["0", "1"]})
-    return str(path)
+    return tiny_sst2_run(tmp_path_factory.mktemp("reliability") / "run_sst2")
 
 
 def _env(tmpdir):

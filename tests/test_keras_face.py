@@ -190,26 +190,26 @@ print(json.dumps({"logits": model.predict(texts, verbose=0).tolist(),
 """
 
 
-def test_a_saved_model_reloads_in_a_fresh_process(tmp_path):
-    model = _classifier()
+def _trained_and_reloaded(model, path):
+    """`model` compiled, fitted, saved to `path` and reloaded in a fresh process: what
+    `_RELOAD` reports, its logits checked against this process's."""
     model.compile()
     model.fit(TEXTS, LABELS, batch_size=3, verbose=0)
-    path = str(tmp_path / "clf.keras")
-    model.save(path)
+    model.save(str(path))
     got = _run(_RELOAD, path, json.dumps(TEXTS), json.dumps(LABELS))
     np.testing.assert_allclose(got["logits"], model.predict(TEXTS, verbose=0), atol=1e-5)
+    return got
+
+
+def test_a_saved_model_reloads_in_a_fresh_process(tmp_path):
+    got = _trained_and_reloaded(_classifier(), tmp_path / "clf.keras")
     assert got["compiled"] and "accuracy" in got["metrics"]
 
 
 def test_a_lora_model_reloads_equal(tmp_path):
     model = _classifier()
     model.enable_lora(4)
-    model.compile()
-    model.fit(TEXTS, LABELS, batch_size=3, verbose=0)
-    path = str(tmp_path / "lora.keras")
-    model.save(path)
-    got = _run(_RELOAD, path, json.dumps(TEXTS), json.dumps(LABELS))
-    np.testing.assert_allclose(got["logits"], model.predict(TEXTS, verbose=0), atol=1e-5)
+    got = _trained_and_reloaded(model, tmp_path / "lora.keras")
     assert got["trainable"] == len(model.trainable_weights)
 
 

@@ -18,7 +18,7 @@ import time
 
 import pytest
 from conftest import REPO
-from export_support import VOCAB, finetuned_run, rich_tokenizer, tiny_config
+from export_support import VOCAB, tiny_sst2_run
 
 from keras_bert.core import fileio, stopping
 from keras_bert.core.errors import OutputExistsError, Terminated
@@ -197,12 +197,7 @@ def test_two_finetunes_into_one_output_dir_one_wins(tmp_path):
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("signals") / "run_sst2"
-    from keras_bert import BertEncoder
-
-    encoder = BertEncoder(tiny_config(rich_tokenizer(False).vocab_size))
-    finetuned_run(VOCAB, 16, path, "sst2", encoder, {"task": "sst2", "labels": ["0", "1"]})
-    return str(path)
+    return tiny_sst2_run(tmp_path_factory.mktemp("signals") / "run_sst2")
 
 
 def _export(run_dir, out, prefix=()):

@@ -1,7 +1,8 @@
 """The files a run reads, found and fingerprinted: `expand_patterns` turns comma-separated
 globs (local or remote) into the input files, naming a pattern that matches nothing
 before any work; `file_sha256` is the checksum recorded of a vocab or input file;
-`path_relation` tells how an output path lies to an input (is, holds, inside).
+`path_relation` tells how an output path lies to an input (is, holds, inside), and
+`check_spares_input` refuses an output that would overwrite or mix with an input.
 """
 
 from __future__ import annotations
@@ -9,9 +10,9 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
-from keras_bert.core.errors import InputNotFoundError
+from keras_bert.core.errors import InputNotFoundError, OutputError
 from keras_bert.core.fileio import is_remote, isdir, open_file
 
 
@@ -109,3 +110,28 @@ def path_relation(output: str, input_path: str) -> str | None:
     if scheme != input_scheme or not all(map(same, out, into)):
         return None
     return "is" if len(out) == len(into) else "holds" if len(out) < len(into) else "inside"
+
+
+def check_spares_input(output: str, what: str, input_path: str, input_what: str,
+                       allowed: Collection[str] = ()) -> None:
+    """Raises `OutputError` when the output `output` (named `what`) is, holds or lies
+    inside `input_path` (resolved; named `input_what`), unless that relation
+    (`path_relation`) is `allowed`: writing there could overwrite or delete the input, or
+    mix outputs into it.
+
+    Example:
+
+    >>> check_spares_input("/d", "--output_dir", "/d", "--data_dir")
+    Traceback (most recent call last):
+    ...
+    keras_bert.core.errors.OutputError: --output_dir '/d' is the --data_dir it reads from; writing there would overwrite or delete its inputs: choose another --output_dir.
+    """
+    relation = path_relation(output, input_path)
+    if relation is None or relation in allowed:
+        return
+    where = {"is": f"is the {input_what} it reads from",
+             "holds": f"holds the {input_what} it reads from ({input_path!r})",
+             "inside": f"lies inside the {input_what} it reads from ({input_path!r})"}
+    harm = "put outputs among" if relation == "inside" else "overwrite or delete"
+    raise OutputError(f"{what} {output!r} {where[relation]}; writing there would {harm} "
+                      f"its inputs: choose another {what}.")

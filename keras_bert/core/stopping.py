@@ -14,7 +14,6 @@ safe point, with every cleanup run and nothing half-written published.
 - `exits_at_once(prog)`: while a command starts (its imports: nothing written yet), a
   signal prints one line and ends the process with 143 or 130 at once; a half-imported
   TensorFlow has nothing worth tearing down, and has crashed doing so.
-- `StopOnSignal`: the Keras callback that calls `check()` after every step.
 
 Why noting is not enough to raise once: Python runs a signal handler between two
 bytecodes of the main thread, which can be inside a garbage-collector callback (JAX,
@@ -227,7 +226,7 @@ def stop_on_signals():
 @contextlib.contextmanager
 def deferred():
     """Within the block a signal is only noted: the work stops itself at its next safe
-    point (`requested()`, `check()`, `StopOnSignal`), e.g. after saving a checkpoint;
+    point (`requested()`, `check()`, a Keras callback), e.g. after saving a checkpoint;
     a second Ctrl-C raises `KeyboardInterrupt` at once. The noted signal stays noted
     after the block (an enclosing `stop_on_signals` raises it), and the block itself
     raises nothing."""
@@ -253,24 +252,3 @@ def exits_at_once(prog: str):
         yield
     finally:
         _state.exit_prog = previous
-
-
-def stop_on_signal_callback():
-    """A Keras callback that calls `check()` after every training step and epoch: a
-    noted signal (under `deferred()`) stops `fit` there with its exception."""
-    import keras  # the core stage imports Keras only where a callback is asked for
-
-    class StopOnSignal(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            check()
-
-        def on_epoch_end(self, epoch, logs=None):
-            check()
-
-        def on_predict_batch_end(self, batch, logs=None):
-            check()
-
-        def on_test_batch_end(self, batch, logs=None):
-            check()
-
-    return StopOnSignal()

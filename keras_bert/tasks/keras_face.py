@@ -231,9 +231,11 @@ def fit(model, x, y=None, *, batch_size=None, epochs=1, shuffle=True,
                                                 shuffle=shuffle, epochs=epochs, seed=seed)
     if getattr(model, "_recipe_pending", False):
         size_recipe(model, steps * epochs)
-    if validation_data is not None and _raw_pair(validation_data):
-        vx, vy = _split_xy(validation_data)
-        validation_data = preprocessor.dataset(vx, vy, batch_size)[0]
+    if validation_data is not None:  # (texts, labels), or a tf.data of them
+        vx, vy = (validation_data if isinstance(validation_data, tuple)
+                  and len(validation_data) == 2 else (validation_data, None))
+        if is_text(vx):
+            validation_data = preprocessor.dataset(vx, vy, batch_size)[0]
     return model.fit(dataset, epochs=epochs, steps_per_epoch=steps, shuffle=False,
                      validation_data=validation_data, **kwargs)
 
@@ -258,19 +260,8 @@ def size_recipe(model, total_steps: int) -> None:
     total = max(1, int(total_steps))
     optimizer = create_optimizer(model._recipe_learning_rate, num_train_steps=total,
                                  num_warmup_steps=int(total * RECIPE_WARMUP))
-    model._recipe_pending = False
+    # An explicit optimizer: `compile` clears the pending recipe.
     model.compile(optimizer=optimizer, loss=model._recipe_loss, metrics=model._recipe_metrics)
-    model._recipe_pending = False
-
-
-def _raw_pair(data) -> bool:
-    return isinstance(data, tuple) and len(data) == 2 and is_text(data[0]) or is_text(data)
-
-
-def _split_xy(data):
-    if isinstance(data, tuple) and len(data) == 2 and is_text(data[0]):
-        return data
-    return data, None
 
 
 def classify(model, texts, batch_size=None) -> list[tuple]:

@@ -23,8 +23,8 @@ import keras
 
 from keras_bert.checkpoints import load_encoder
 from keras_bert.core import fileio, stopping
-from keras_bert.core.errors import DataError, OutputError, Terminated
-from keras_bert.core.input_files import path_relation
+from keras_bert.core.errors import DataError, Terminated
+from keras_bert.core.input_files import check_spares_input
 from keras_bert.core.precision import bfloat16_cpu_note
 from keras_bert.model.encoder import BertEncoder
 from keras_bert.tasks.base import Features, Task, feature_dataset, log_truncation
@@ -101,12 +101,7 @@ def _check_spares_inputs(output_dir: str, **inputs) -> None:
             path = os.path.dirname(os.path.abspath(path))
         if not os.path.exists(path):
             continue
-        relation = path_relation(output_dir, os.path.realpath(path))
-        if relation is not None:
-            where = {"is": "is", "holds": "holds", "inside": "lies inside"}[relation]
-            raise OutputError(f"output_dir {output_dir!r} {where} the {field} {path!r} the "
-                              "run reads; writing there would overwrite or delete its "
-                              "inputs: choose another output_dir.")
+        check_spares_input(output_dir, "output_dir", os.path.realpath(path), field)
 
 
 @dataclasses.dataclass
