@@ -103,8 +103,8 @@ def check_output(path: str, kind: str, what: str) -> None:
 
 
 def input_paths(value: str, kind: str) -> list[str]:
-    """The existing inputs an input flag's `value` names, as `keras_bert.core.input_files.check_spares_input` compares
-    them: local paths resolved (`os.path.realpath`), remote ones (`gs://...`) as given.
+    """The existing inputs an input flag's `value` names, as `check_spares_input`
+    (`keras_bert.core.input_files`) compares them: local paths resolved (`os.path.realpath`), remote ones (`gs://...`) as given.
     `kind` "file", "directory"; "checkpoint": a directory or file, or for a checkpoint
     prefix (`dir/model.ckpt-100`, beside its `.index`) the directory it lives in;
     "patterns": comma-separated globs, the local files they match (remote globs as
