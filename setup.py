@@ -52,14 +52,14 @@ EXTRAS = {
     # tensorflow-datasets imports importlib_resources to prepare datasets but does not
     # declare it.
     "datasets": ["tensorflow-datasets", "importlib_resources"],
-    # Independent references that scripts/ regenerate tests/data from (not needed by CI).
+    # Independent references that scripts/ regenerate tests/fixtures from (not needed by CI).
     "refs": ["bert-tensorflow==1.0.4", "tokenizers"],
     # create-pretraining-data on Apache Beam (`--runner beam`): the DirectRunner here,
     # Dataflow, Flink or Spark at scale (keras_bert.data.beam).
     "beam": ["apache-beam>=2.77,<3"],
     # Other Keras 3 backends for the model stage (KERAS_BACKEND=jax / torch):
     # keras_bert.model and load_encoder of Hugging Face and keras_bert checkpoints run
-    # there without TensorFlow (tests/test_backends.py; benchmarks/accelerator.py on JAX).
+    # there without TensorFlow (tests/model/test_backends.py; benchmarks/accelerator.py on JAX).
     # CPU builds; for a GPU install jax[cuda12] or torch's CUDA wheel instead.
     "jax": ["jax[cpu]"],
     "torch": ["torch"],

@@ -30,7 +30,7 @@ the NSP layer; no recomputation. Beside them the anchors: NVIDIA's
 DeepLearningExamples TF2 BERT-large pretraining on one A100 80GB (mixed precision).
 
 The script imports neither TensorFlow nor anything that needs it; `--smoke` is run by
-tests/test_backends.py with TensorFlow made unimportable.
+tests/model/test_backends.py with TensorFlow made unimportable.
 """
 
 from __future__ import annotations

@@ -47,29 +47,29 @@ LOG = "RUNTIME_SPREAD_LOG"
 # The tests that compare two runtimes' outputs (README: the default suite's).
 TARGETS = [
     # XLA (jit_compile) against TensorFlow's kernels.
-    "tests/test_encoder.py::test_jit_compile_matches_eager",
-    "tests/test_encoder.py::test_gelu_matches_its_formula_eager_and_in_graphs",
-    "tests/test_training.py::test_fused_adamw_update_equals_keras_adamw",
-    "tests/test_training.py::test_train_step_compiles_with_xla_and_static_shapes",
+    "tests/model/test_encoder.py::test_jit_compile_matches_eager",
+    "tests/model/test_encoder.py::test_gelu_matches_its_formula_eager_and_in_graphs",
+    "tests/training/test_training.py::test_fused_adamw_update_equals_keras_adamw",
+    "tests/training/test_training.py::test_train_step_compiles_with_xla_and_static_shapes",
     # LiteRT (XNNPACK) against the Keras model or the SavedModel.
-    "tests/test_export_litert.py::test_serving_default_equals_keras",
-    "tests/test_export_litert.py::test_classifier_serve_text_equals_keras_on_package_ids",
-    "tests/test_export_litert.py::test_multiple_choice_serve_text_equals_keras",
-    "tests/test_export_litert.py::test_squad_serve_text_equals_the_saved_models",
-    "tests/test_export_litert.py::test_squad_v2_and_scores_that_tie_in_float32",
-    "tests/test_litert_odd_inputs.py",
-    "tests/test_multiple_choice_blank_endings.py::test_saved_model_serve_text_follows_the_rule",
-    "tests/test_multiple_choice_blank_endings.py::test_litert_serve_text_follows_the_rule",
-    "tests/test_keras_hub_presets.py::"
+    "tests/export/test_export_litert.py::test_serving_default_equals_keras",
+    "tests/export/test_export_litert.py::test_classifier_serve_text_equals_keras_on_package_ids",
+    "tests/export/test_export_litert.py::test_multiple_choice_serve_text_equals_keras",
+    "tests/export/test_export_litert.py::test_squad_serve_text_equals_the_saved_models",
+    "tests/export/test_export_litert.py::test_squad_v2_and_scores_that_tie_in_float32",
+    "tests/export/test_litert_odd_inputs.py",
+    "tests/tasks/test_multiple_choice_blank_endings.py::test_saved_model_serve_text_follows_the_rule",
+    "tests/tasks/test_multiple_choice_blank_endings.py::test_litert_serve_text_follows_the_rule",
+    "tests/checkpoints/test_keras_hub_presets.py::"
     "test_export_serves_a_keras_hub_classifier_preset_on_raw_text",
     # ONNX Runtime against the Keras model.
-    "tests/test_export_onnx.py",
+    "tests/export/test_export_onnx.py",
     # JAX / torch against TensorFlow and the Hugging Face reference.
-    "tests/test_backends.py::test_keras_files_move_between_tensorflow_and_jax",
-    "tests/test_backends.py::test_minilm_loads_without_tensorflow_and_matches_hugging_face",
+    "tests/model/test_backends.py::test_keras_files_move_between_tensorflow_and_jax",
+    "tests/model/test_backends.py::test_minilm_loads_without_tensorflow_and_matches_hugging_face",
     # The SavedModel's graph against the Keras model (both TensorFlow).
-    "tests/test_export_sources.py::test_cli_exports_an_earlier_step",
-    "tests/test_export_sources.py::test_a_vocab_with_a_byte_order_mark_reads_as_the_plain_one",
+    "tests/export/test_export_sources.py::test_cli_exports_an_earlier_step",
+    "tests/export/test_export_sources.py::test_a_vocab_with_a_byte_order_mark_reads_as_the_plain_one",
 ]
 
 SETTINGS = ["1:DEFAULT", "1:AVX512_CORE_AMX", "1:AVX512_CORE_BF16", "1:AVX512_CORE_VNNI",
@@ -145,7 +145,7 @@ def pytest_configure(config):
 
 
 def pytest_runtest_setup(item):
-    # tests/test_backends.py compares in its child processes and returns the differences.
+    # tests/model/test_backends.py compares in its child processes and returns the differences.
     module = getattr(item, "module", None)
     run = getattr(module, "run_without_tensorflow", None)
     if run is None or getattr(run, "_recording", False):

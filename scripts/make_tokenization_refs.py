@@ -1,4 +1,4 @@
-"""Writes the reference tokenizations that tests/test_tokenization.py compares against.
+"""Writes the reference tokenizations that tests/text/test_tokenization.py compares against.
 
 The references come from tokenizers that share no code with keras_bert:
 
@@ -21,7 +21,7 @@ cases and invalid UTF-8 byte strings. Vocabularies: the uncased MiniLM vocab.txt
 ## piece, plus frequent words and suffixes), so that cased normalization differences
 cannot hide behind [UNK].
 
-Outputs in tests/data/tokenization/: texts.json, vocab_rich.txt, refs.npz.
+Outputs in tests/fixtures/tokenization/: texts.json, vocab_rich.txt, refs.npz.
 
 Usage: python scripts/make_tokenization_refs.py [--data_dir ../shared/data]
 """
@@ -40,7 +40,7 @@ import unicodedata
 
 import numpy as np
 
-OUT_DIR = os.path.join(os.path.dirname(__file__), "..", "tests", "data", "tokenization")
+OUT_DIR = os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "tokenization")
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 # Hand-written edge cases: every class of input where tokenizers are known to part ways.

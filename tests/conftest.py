@@ -14,9 +14,9 @@ from keras_bert.model.config import BertConfig  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.path.join(os.path.dirname(REPO), "shared", "data")
-TOKENIZATION_DATA = os.path.join(REPO, "tests", "data", "tokenization")
+TOKENIZATION_DATA = os.path.join(REPO, "tests", "fixtures", "tokenization")
 # Hugging Face's outputs for the MiniLM checkpoint (scripts/make_hf_reference.py).
-MINILM_REFERENCE = os.path.join(REPO, "tests", "data", "minilm_hf_reference.npz")
+MINILM_REFERENCE = os.path.join(REPO, "tests", "fixtures", "minilm_hf_reference.npz")
 
 # A small WordPiece vocab: the special tokens, punctuation, every letter and "##" letter,
 # some frequent words. Every token once: a repeated one makes a vocab unreadable; "##s"
@@ -63,7 +63,7 @@ def small_corpus(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    """A cased tokenizer over tests/data/tokenization/vocab_rich.txt (words, pieces and
+    """A cased tokenizer over tests/fixtures/tokenization/vocab_rich.txt (words, pieces and
     punctuation of the GLUE, SQuAD and CoNLL samples)."""
     from keras_bert.text.tokenizer import BertTokenizer
 

@@ -20,7 +20,7 @@ from keras_bert.tasks.registry import get_task
 from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
 
 # The tokenizer test vocabulary (CJK, accents, punctuation) the export tests share.
-VOCAB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tokenization",
+VOCAB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tokenization",
                      "vocab_rich.txt")
 
 

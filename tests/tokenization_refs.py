@@ -1,4 +1,4 @@
-"""Google's reference tokenization (tests/data/tokenization/, made by
+"""Google's reference tokenization (tests/fixtures/tokenization/, made by
 scripts/make_tokenization_refs.py with google-research/bert's tokenization.py): the texts,
 their reference ids, and which edge cases this Python's Unicode database can compare.
 
@@ -11,7 +11,7 @@ import unicodedata
 
 import numpy as np
 
-DATA = os.path.join(os.path.dirname(__file__), "data", "tokenization")
+DATA = os.path.join(os.path.dirname(__file__), "fixtures", "tokenization")
 GROUPS = ("corpus", "glue", "squad", "edge")
 
 

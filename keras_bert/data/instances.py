@@ -84,7 +84,7 @@ def _randint_of(rng: random.Random):
     """`rng.randint`, or for a plain `random.Random` an equivalent that draws the same
     numbers from the same stream (CPython's `randint(a, b)` is `a + _randbelow(b - a + 1)`,
     rejection sampling on `getrandbits`) in one Python call instead of three: it is most
-    of the calls instance creation makes. `tests/test_pretraining_data.py` checks that the
+    of the calls instance creation makes. `tests/data/test_pretraining_data.py` checks that the
     two agree."""
     if type(rng) is not random.Random:  # a subclass may draw differently
         return rng.randint

@@ -16,7 +16,7 @@ from keras_bert.core.errors import DataError, InputNotFoundError
 
 # What a pretraining or fine-tuning run writes: the names of training.run_directory and
 # checkpoints.finetuning_runs, repeated here so that reading curves needs no TensorFlow
-# (importing either package loads it); tests/test_plotting.py checks that they agree.
+# (importing either package loads it); tests/plotting/test_plotting.py checks that they agree.
 TRAIN_LOG = "train_log.jsonl"
 LOGS_DIR = "logs"
 FINETUNE_CONFIG = "finetune_config.json"
