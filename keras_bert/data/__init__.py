@@ -9,6 +9,8 @@ Submodules, in the order data flows:
 - `shards`: one chunk -> one shard file (`ShardWriter`), its name.
 - `workers`: the forked processes that build shards in parallel.
 - `run_state`: the JSON sidecar that lets a run resume; checks of what is on disk.
+- `inspection`: what finished TFRecords hold (schema, lengths, token ids, sidecar) and
+  whether a file is cut short, read before training (`inspect_pretraining_data`).
 - `pretraining`: `create_pretraining_data` and its options, tying the above together.
 - `beam`: the same shards from an Apache Beam pipeline (optional extra; not imported here).
 
@@ -27,6 +29,8 @@ The public names:
 - The TFRecord schema, stated once: `PRETRAINING_SCHEMA` (feature -> list kind and
   width), `MASKED_LM_FEATURES` (left out by files for dynamic masking), `feature_spec`;
   `check_shard_sizes` compares shards with the sizes their sidecar recorded.
+- `inspect_pretraining_data`: what finished shards hold, as a `PretrainingDataInfo`
+  (schema, lengths, largest token id, sidecar), each file checked for a cut-short record.
 """
 
 from keras_bert.core.lazy import lazy_exports
@@ -38,6 +42,7 @@ _EXPORTS = {
     "Instance": "keras_bert.data.instances",
     "MaskedLmMasker": "keras_bert.data.masking",
     "PretrainingDataError": "keras_bert.data.pretraining",
+    "PretrainingDataInfo": "keras_bert.data.inspection",
     "PretrainingDataOptions": "keras_bert.data.options",
     "ShardWriter": "keras_bert.data.shards",
     "check_shard_sizes": "keras_bert.data.tfrecords",
@@ -46,6 +51,7 @@ _EXPORTS = {
     "create_packed_instances": "keras_bert.data.instances",
     "create_pretraining_data": "keras_bert.data.pretraining",
     "feature_spec": "keras_bert.data.tfrecords",
+    "inspect_pretraining_data": "keras_bert.data.inspection",
     "instances_to_arrays": "keras_bert.data.instances",
     "pretraining_dataset": "keras_bert.data.tfrecords",
     "serialize_examples": "keras_bert.data.tfrecords",

@@ -5,7 +5,8 @@
   averaged over the global batch's real predictions.
 - `distribute`: strategy names to `tf.distribute` strategies; mixed precision.
 - `options`: `PretrainingOptions`, how to pretrain, checked when made.
-- `validation`: data, vocab, config and batch checks that run before training.
+- `preflight`: checks that run before training: the data (as
+  `keras_bert.data.inspection` reads it) against the options, config and vocab; the batch.
 - `building`: the model config, the `BertPretrainer` to start from, the training dataset.
 - `run_directory`: what a run directory holds; resuming, extending or replacing its run.
 - `callbacks`: fault-tolerant checkpoints, windowed metrics/TensorBoard, progress bar.
@@ -23,12 +24,12 @@ _EXPORTS = {
     "MaskedLMLoss": "keras_bert.model.losses",
     "MetricsLogger": "keras_bert.training.callbacks",
     "Pretraining": "keras_bert.training.pretraining",
-    "PretrainingDataInfo": "keras_bert.training.validation",
+    "PretrainingDataInfo": "keras_bert.data.inspection",
     "PretrainingOptions": "keras_bert.training.options",
     "ProgressBar": "keras_bert.training.callbacks",
     "TrainingCheckpoint": "keras_bert.training.callbacks",
     "create_optimizer": "keras_bert.training.optimization",
-    "inspect_pretraining_data": "keras_bert.training.validation",
+    "inspect_pretraining_data": "keras_bert.data.inspection",
     "pretraining_losses": "keras_bert.model.losses",
     "resolve_config": "keras_bert.training.building",
     "resolve_precision": "keras_bert.training.distribute",

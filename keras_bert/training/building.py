@@ -18,12 +18,13 @@ from keras_bert.checkpoints import (
 )
 from keras_bert.core import errors
 from keras_bert.core.errors import ArgumentError, InputNotFoundError, MismatchError, UserInputError
+from keras_bert.data import inspection
 from keras_bert.data.masking import MaskedLmMasker
 from keras_bert.data.tfrecords import pretraining_dataset
 from keras_bert.model.config import PRESETS, BertConfig
 from keras_bert.model.encoder import BertEncoder
 from keras_bert.model.models import BertPretrainer
-from keras_bert.training import validation
+from keras_bert.training import preflight
 
 logger = logging.getLogger("keras_bert")
 
@@ -54,7 +55,7 @@ def resolve_config(config: BertConfig | str | None, vocab_file: str | None = Non
     if os.path.isfile(config):
         return BertConfig.from_json_file(config)
     if config in PRESETS:
-        overrides = {"vocab_size": validation.vocab_size_of(vocab_file)} if vocab_file else {}
+        overrides = {"vocab_size": preflight.vocab_size_of(vocab_file)} if vocab_file else {}
         return BertConfig.from_preset(config, **overrides)
     if os.path.isdir(config):
         raise ArgumentError(f"config {config!r} is a directory; give the config file inside "
@@ -142,7 +143,7 @@ def build_pretrainer(config: BertConfig, init_checkpoint: str | None,
     return model
 
 
-def build_dataset(info: validation.PretrainingDataInfo, model: BertPretrainer,
+def build_dataset(info: inspection.PretrainingDataInfo, model: BertPretrainer,
                   batch_size: int, max_predictions_per_seq: int, *, seed: int,
                   shuffle_buffer_size: int = 10_000, skip_batches: int = 0,
                   vocab_file: str | None = None) -> tf.data.Dataset:
@@ -158,7 +159,7 @@ def build_dataset(info: validation.PretrainingDataInfo, model: BertPretrainer,
 
     Example:
 
-    >>> info = validation.inspect_pretraining_data("data/*.tfrecord")  # doctest: +SKIP
+    >>> info = inspection.inspect_pretraining_data("data/*.tfrecord")  # doctest: +SKIP
     >>> x, y, sample_weight = next(iter(build_dataset(info, model, 32, 20,
     ...                                               seed=1)))  # doctest: +SKIP
     >>> sorted(y)  # doctest: +SKIP
@@ -185,7 +186,7 @@ def build_dataset(info: validation.PretrainingDataInfo, model: BertPretrainer,
     return dataset.with_options(data_options)
 
 
-def check_masking_vocab(info: validation.PretrainingDataInfo, vocab_file: str | None
+def check_masking_vocab(info: inspection.PretrainingDataInfo, vocab_file: str | None
                         ) -> None:
     """Raises `ArgumentError` (field "vocab_file") when the data needs masking while
     training (dynamic masking) and no vocab is given."""

@@ -27,9 +27,10 @@ import tensorflow as tf
 
 from keras_bert.core import fileio, input_files
 from keras_bert.core.errors import ArgumentError
+from keras_bert.data import inspection
 from keras_bert.model.config import BertConfig
 from keras_bert.model.losses import pretraining_losses
-from keras_bert.training import distribute, validation
+from keras_bert.training import distribute, preflight
 from keras_bert.training.building import (
     build_dataset,
     build_pretrainer,
@@ -235,8 +236,8 @@ class Pretraining:
         self.options = options
         self.output_dir = output_dir
         self.progress = progress
-        self.info = info = validation.inspect_pretraining_data(input_file)
-        validation.check_data_flags(info, max_seq_length=options.max_seq_length,
+        self.info = info = inspection.inspect_pretraining_data(input_file)
+        preflight.check_data_flags(info, max_seq_length=options.max_seq_length,
                                     max_predictions_per_seq=options.max_predictions_per_seq)
 
         # The config, and everything it must agree with, before building anything.
@@ -244,7 +245,7 @@ class Pretraining:
                                                                  vocab_file)
 
         replicas = strategy.num_replicas_in_sync
-        per_replica = validation.check_batch(options.train_batch_size, replicas,
+        per_replica = preflight.check_batch(options.train_batch_size, replicas,
                                              options.gradient_accumulation_steps)
         on_tpu = distribute.is_tpu(strategy)
         # Checked now; the resumed step (below) may lower it.
@@ -275,7 +276,7 @@ class Pretraining:
             vocab_file=vocab_file)
         _build_from_element_spec(model, self.dataset.element_spec, self.strategy)
         if on_tpu or model.jit_compile:
-            validation.check_static_shapes(self.dataset.element_spec)
+            preflight.check_static_shapes(self.dataset.element_spec)
         self.run_config = {
             "options": dataclasses.asdict(options), "bert_config": bert_config.to_dict(),
             "input_files": list(info.files), "data_settings": info.settings,
@@ -297,9 +298,9 @@ class Pretraining:
         info = self.info
         bert_config, config_source, checkpoint = resolve_model_config(
             config, init_checkpoint, vocab_file)
-        validation.check_data_fits_model(info, bert_config, config_source)
+        preflight.check_data_fits_model(info, bert_config, config_source)
         checkpoint_vocab = checkpoint.vocab_file if checkpoint else None
-        validation.check_vocab(vocab_file, bert_config, info,
+        preflight.check_vocab(vocab_file, bert_config, info,
                                checkpoint_vocab=checkpoint_vocab,
                                pretrained=bool(init_checkpoint), config_source=config_source)
         vocab_source = vocab_file or checkpoint_vocab
@@ -420,7 +421,7 @@ class Pretraining:
                         shuffle=False,
                         callbacks=[self.checkpoint, metrics_logger, progress, *callbacks])
         except tf.errors.DataLossError as e:
-            raise validation.data_loss_error(self.info.files, e) from e
+            raise inspection.data_loss_error(self.info.files, e) from e
         finally:
             # Also when fit raised (Keras then skips on_train_end).
             self.checkpoint.restore_signal_handlers()

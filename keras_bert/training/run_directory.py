@@ -38,10 +38,10 @@ from keras_bert.checkpoints import KERAS_BERT_CONFIG, KERAS_BERT_WEIGHTS, save_e
 from keras_bert.checkpoints.training_runs import CHECKPOINTS, RUN_CONFIG
 from keras_bert.core import fileio, input_files
 from keras_bert.core.errors import MismatchError, OutputError, Setting
+from keras_bert.data.inspection import PretrainingDataInfo
 from keras_bert.model.config import BertConfig
 from keras_bert.model.encoder import BertEncoder
 from keras_bert.text.vocab import VOCAB_FILE
-from keras_bert.training import validation
 from keras_bert.training.options import PretrainingOptions
 
 logger = logging.getLogger("keras_bert")
@@ -62,7 +62,7 @@ _EXECUTION_OPTIONS = ("max_seq_length", "max_predictions_per_seq", "steps_per_ex
 
 
 def run_settings(options: PretrainingOptions, next_sentence: bool, config: BertConfig,
-                 info: validation.PretrainingDataInfo, vocab_sha256: str | None,
+                 info: PretrainingDataInfo, vocab_sha256: str | None,
                  init_checkpoint: str | None) -> dict:
     """What decides the result of a run: compared with the settings a run directory
     records before resuming it (JSON-normalized, so a record read back compares equal)."""

@@ -27,7 +27,7 @@ from keras_bert.training import (
     PretrainingOptions,
     create_optimizer,
     inspect_pretraining_data,
-    validation,
+    preflight,
 )
 
 
@@ -260,11 +260,11 @@ def test_data_made_with_another_vocab_is_rejected(tmp_path):
 
 
 def test_batch_must_split_over_replicas_and_accumulation():
-    assert validation.check_batch(32, 2, 4) == 4
+    assert preflight.check_batch(32, 2, 4) == 4
     with pytest.raises(ValueError, match="not divisible by the 3 replicas"):
-        validation.check_batch(32, 3)
+        preflight.check_batch(32, 3)
     with pytest.raises(ValueError, match="gradient_accumulation_steps 3"):
-        validation.check_batch(32, 1, 3)
+        preflight.check_batch(32, 1, 3)
 
 
 def test_steps_per_execution_must_divide_the_intervals(tmp_path, data):
@@ -344,7 +344,7 @@ def test_train_step_compiles_with_xla_and_static_shapes(tmp_path, data):
     run = runs[True]
     assert run.model.jit_compile
     spec = run.dataset.element_spec
-    validation.check_static_shapes(spec)  # drop_remainder, fixed max_predictions
+    preflight.check_static_shapes(spec)  # drop_remainder, fixed max_predictions
     assert tuple(spec[0]["masked_lm_positions"].shape) == (8, 4)
     # XLA computes what the graph does.
     metrics = {jit: r.fit() for jit, r in runs.items()}
