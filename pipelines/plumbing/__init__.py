@@ -1,10 +1,15 @@
 """What every `keras-bert` subcommand shares, under the one name the commands import it
-by: parsing (`keras_bert.pipelines.arguments`: one boolean-flag style, checked numbers,
-the flags of the library's options dataclasses made from their fields' declarations and
-the options built back from them), path checks before any work
-(`paths`), reporting and exit codes (`reporting`: `--quiet`, `--json`), library field
-names as flags (`field_flags`) and the run of a command under the exit-code rule
-(`commands`).
+by (`keras_bert.pipelines.plumbing`):
+
+- `arguments`: the parser, one boolean-flag style, checked numbers, the flags of the
+  library's options dataclasses made from their fields' declarations (`add_options`) and
+  the options built back from them;
+- `paths`: input and output checks before any work;
+- `reporting`: exit codes, `--quiet` and `--json` output, logging;
+- `commands`: running a command under the exit-code rule;
+- `field_flags`: a library field -> its flag;
+- `stopping`: the C++ log of TensorFlow's converters hidden;
+- `finetune_flags`: what `finetune`, `evaluate` and `predict` share.
 
 Exit codes: 0 success; 2 a user mistake (bad flag, missing or unusable file, data or
 checkpoints that do not fit together), reported as one line on stderr that names the
@@ -15,7 +20,7 @@ checkpoint lets the same command resume).
 
 from __future__ import annotations
 
-from keras_bert.pipelines.arguments import (
+from keras_bert.pipelines.plumbing.arguments import (
     FLAG_ALIASES,
     ArgumentParser,
     add_boolean,
@@ -30,15 +35,15 @@ from keras_bert.pipelines.arguments import (
     positive_int,
     probability,
 )
-from keras_bert.pipelines.commands import OUTPUT_FLAGS, run_command
-from keras_bert.pipelines.field_flags import (
+from keras_bert.pipelines.plumbing.commands import OUTPUT_FLAGS, run_command
+from keras_bert.pipelines.plumbing.field_flags import (
     FIELD_FLAGS,
     blame,
     flag_of,
     in_flag_terms,
     option_flags,
 )
-from keras_bert.pipelines.paths import (
+from keras_bert.pipelines.plumbing.paths import (
     removed_on_error,
     require_directory,
     require_file,
@@ -46,7 +51,7 @@ from keras_bert.pipelines.paths import (
     require_output_file,
     resolve_model,
 )
-from keras_bert.pipelines.reporting import (
+from keras_bert.pipelines.plumbing.reporting import (
     EXIT_FAILURE,
     EXIT_INTERRUPTED,
     EXIT_OK,
