@@ -9,6 +9,7 @@ import dataclasses
 
 from keras_bert.core.checks import REQUIRED, option
 from keras_bert.core.precision import PRECISIONS
+from keras_bert.tasks.registry import WINDOWED_INPUTS
 
 # format -> what it writes.
 FORMATS = {
@@ -47,7 +48,7 @@ class ExportOptions:
         choices=PRECISIONS)
     max_seq_length: int | None = option(
         None, "tokens per sequence for serve_text, [CLS]/[SEP] included; longer texts are "
-        "truncated, except SQuAD passages and NER sentences, read in windows "
+        f"truncated, except {WINDOWED_INPUTS}, read in windows "
         "(default: the fine-tuning run's, else 128)", at_least=1)
     vocab_file: str | None = option(
         None, "vocab.txt of an encoder checkpoint (default: the one beside it); with a "
