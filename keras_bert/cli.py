@@ -160,7 +160,7 @@ def _start(argv: list[str], command: list[str] | None):
     # errors above come before, without them.
     # TensorFlow 2.21 writes its start-up lines through absl before it reads
     # TF_CPP_MIN_LOG_LEVEL: they are dropped at file descriptor 2 (not with --debug).
-    from keras_bert.pipelines.plumbing.stopping import native_logs_hidden
+    from keras_bert.pipelines.plumbing import native_logs_hidden
 
     collecting = gc.isenabled()
     gc.disable()

@@ -41,10 +41,10 @@ from keras_bert.pipelines.plumbing import (
     OUTPUT,
     add_options,
     library_logging,
+    native_logs_hidden,
     require_file,
     require_output_directory,
 )
-from keras_bert.pipelines.plumbing.stopping import native_logs_hidden
 
 # The flags that only the SavedModel takes: name -> the value that means "not given".
 SAVED_MODEL_ONLY = {"precision": ("float32",), "xla": (False,),

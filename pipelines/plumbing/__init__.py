@@ -9,7 +9,8 @@ by (`keras_bert.pipelines.plumbing`):
 - `commands`: running a command under the exit-code rule;
 - `field_flags`: a library field -> its flag;
 - `stopping`: the C++ log of TensorFlow's converters hidden;
-- `finetune_flags`: what `finetune`, `evaluate` and `predict` share.
+- `finetune_flags`: what `finetune`, `evaluate` and `predict` share (imported from
+  there: it reads the fine-tuning options, which the other commands need not load).
 
 Exit codes: 0 success; 2 a user mistake (bad flag, missing or unusable file, data or
 checkpoints that do not fit together), reported as one line on stderr that names the
@@ -66,14 +67,14 @@ from keras_bert.pipelines.plumbing.reporting import (
     library_logging,
     say,
 )
+from keras_bert.pipelines.plumbing.stopping import native_logs_hidden
 
 __all__ = [
     "EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_TERMINATED", "EXIT_USAGE",
     "FIELD_FLAGS", "FLAG_ALIASES", "OUTPUT", "OUTPUT_FLAGS", "SIGNAL_EXIT_CODES",
     "ArgumentParser", "Output", "add_boolean", "add_debug", "add_options", "add_output_flags",
-    "blame",
-    "check_max_seq_length", "emit", "flag_of", "in_flag_terms", "json_progress_callback",
-    "library_logging", "nonnegative_float", "nonnegative_int", "option_flags", "options_from_args",
-    "parse_boolean", "positive_float", "positive_int", "probability", "removed_on_error",
-    "require_directory", "require_file", "require_output_directory", "require_output_file",
-    "resolve_model", "run_command", "say"]
+    "blame", "check_max_seq_length", "emit", "flag_of", "in_flag_terms",
+    "json_progress_callback", "library_logging", "native_logs_hidden", "nonnegative_float",
+    "nonnegative_int", "option_flags", "options_from_args", "parse_boolean", "positive_float",
+    "positive_int", "probability", "removed_on_error", "require_directory", "require_file",
+    "require_output_directory", "require_output_file", "resolve_model", "run_command", "say"]
