@@ -76,8 +76,10 @@ setup(
     # The runnable jobs live in the top-level pipelines/ directory of the repository
     # (the layout the project fixes) but install as `keras_bert.pipelines`: a generic
     # top-level package named `pipelines` in site-packages would clash with other
-    # distributions that ship one.
-    packages=find_packages(include=["keras_bert", "keras_bert.*"]) + ["keras_bert.pipelines"],
+    # distributions that ship one. Its rooms (plumbing/, demo/) install beneath it.
+    packages=find_packages(include=["keras_bert", "keras_bert.*"])
+    + ["keras_bert.pipelines"]
+    + [f"keras_bert.pipelines.{p}" for p in find_packages("pipelines")],
     package_dir={"keras_bert.pipelines": "pipelines"},
     include_package_data=True,
     install_requires=CORE,

@@ -1,7 +1,8 @@
-"""The `keras-bert` command. Each subcommand lives in `pipelines/<module>.py` (installed as
-`keras_bert.pipelines`), which defines `add_arguments(parser)` and `run(args) -> int`;
-this file only dispatches. Exit codes and error reporting follow
-`keras_bert.pipelines.flags` (2 for a user mistake, 1 for a failure, `--debug` for the
+"""The `keras-bert` command. Each subcommand lives in `pipelines/` (installed as
+`keras_bert.pipelines`): a module, or a class in a module that serves more than one
+command, which defines `add_arguments(parser)` and `run(args) -> int` and whose
+docstring is the command's help; this file only dispatches. Exit codes and error reporting follow
+`keras_bert.pipelines.plumbing` (2 for a user mistake, 1 for a failure, `--debug` for the
 traceback)."""
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import inspect
 import os
 import signal
 import sys
 
-# subcommand -> (module, one-line help)
+# subcommand -> ("module" or "module:Class", one-line help)
 COMMANDS = {
     "encode": ("keras_bert.pipelines.encode",
                "encode sentences with a preset or loaded BERT encoder"),
@@ -30,11 +32,11 @@ COMMANDS = {
                 "the task's layout"),
     "export": ("keras_bert.pipelines.export", "export an encoder or fine-tuned model as a "
                "SavedModel for TF Serving and TF Hub"),
-    "demo": ("keras_bert.pipelines.demo", "end to end on local text: vocab, TFRecords, "
+    "demo": ("keras_bert.pipelines.demo.command", "end to end on local text: vocab, TFRecords, "
              "pretraining, masked-token predictions"),
-    "attention": ("keras_bert.pipelines.attention", "draw a model's attention on a text as "
+    "attention": ("keras_bert.pipelines.draw:Attention", "draw a model's attention on a text as "
                   "heat maps, with a per-head summary"),
-    "plot": ("keras_bert.pipelines.plot", "draw the loss and metric curves of a pretraining "
+    "plot": ("keras_bert.pipelines.draw:Plot", "draw the loss and metric curves of a pretraining "
              "or fine-tuning run"),
 }
 
@@ -44,9 +46,9 @@ def build_parser(load=None):
     their full parsers, which imports their modules; the others are listed with their
     one-line help only, so that `keras-bert --help` and `keras-bert COMMAND ...` load
     no other command's module (and no TensorFlow before the command's work)."""
-    from keras_bert.pipelines import flags
+    from keras_bert.pipelines import plumbing
 
-    parser = flags.ArgumentParser(
+    parser = plumbing.ArgumentParser(
         prog="keras-bert", description="BERT for TensorFlow/Keras: data, training, export.",
         epilog="Every command takes --help (with an example), --quiet, --json, --debug,\n"
                "and @FILE to read more arguments from FILE, one a line.\n"
@@ -55,11 +57,12 @@ def build_parser(load=None):
                "Example:\n\n    keras-bert demo",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND",
-                                parser_class=flags.ArgumentParser)
-    for name, (module_name, help_text) in COMMANDS.items():
+                                parser_class=plumbing.ArgumentParser)
+    for name, (target, help_text) in COMMANDS.items():
         if load is not None and name not in load:
             sub.add_parser(name, help=help_text, add_help=False)
             continue
+        module_name, _, within = target.partition(":")
         try:
             module = importlib.import_module(module_name)
         except ImportError as e:
@@ -67,13 +70,22 @@ def build_parser(load=None):
             p = sub.add_parser(name, help=f"{help_text} (unavailable: {e})", add_help=False)
             p.set_defaults(_run=_unavailable(name, e), _prog=f"keras-bert {name}")
             continue
-        p = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text),
+        command = getattr(module, within) if within else module
+        p = sub.add_parser(name, help=help_text, description=_description(command, help_text),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-        module.add_arguments(p)
-        flags.add_output_flags(p)
-        flags.add_debug(p)
-        p.set_defaults(_run=module.run, _prog=f"keras-bert {name}")
+        command.add_arguments(p)
+        plumbing.add_output_flags(p)
+        plumbing.add_debug(p)
+        p.set_defaults(_run=command.run, _prog=f"keras-bert {name}")
     return parser
+
+
+def _description(command, help_text: str) -> str:
+    """A command's help: its module's docstring as written, or its class's without the
+    class body's indentation."""
+    if isinstance(command, type):
+        return inspect.getdoc(command) + "\n"
+    return command.__doc__ or help_text
 
 
 def _command(argv: list[str]):
@@ -130,17 +142,17 @@ def main(argv: list[str] | None = None) -> int:
 def _start(argv: list[str], command: list[str] | None):
     """Parses `argv` and loads what the command runs on (Keras, TensorFlow); returns
     the parsed arguments, or an exit code when the command cannot run."""
-    from keras_bert.pipelines import flags
+    from keras_bert.pipelines import plumbing
 
     parser = build_parser(command)
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
-        return flags.EXIT_USAGE
+        return plumbing.EXIT_USAGE
     backend_error = _backend_error()
     if backend_error:  # before Keras is imported, where it is a long traceback
         print(f"{args._prog}: error: {backend_error}", file=sys.stderr)
-        return flags.EXIT_USAGE
+        return plumbing.EXIT_USAGE
     # Every command's work runs on TensorFlow and Keras, which its module imports when it
     # starts: about a million objects and no garbage, which the cyclic garbage collector
     # would scan again and again for nothing (measured: a fifth of the CPU time of the
@@ -148,7 +160,7 @@ def _start(argv: list[str], command: list[str] | None):
     # errors above come before, without them.
     # TensorFlow 2.21 writes its start-up lines through absl before it reads
     # TF_CPP_MIN_LOG_LEVEL: they are dropped at file descriptor 2 (not with --debug).
-    from keras_bert.pipelines.stopping import native_logs_hidden
+    from keras_bert.pipelines.plumbing import native_logs_hidden
 
     collecting = gc.isenabled()
     gc.disable()
@@ -172,7 +184,7 @@ def _start(argv: list[str], command: list[str] | None):
                  if others else
                  f"; under {backend}, use the library's model: keras_bert.load_encoder, "
                  "keras_bert.model."), file=sys.stderr)
-        return flags.EXIT_USAGE
+        return plumbing.EXIT_USAGE
     return args
 
 
@@ -205,13 +217,13 @@ def _backend_error() -> str | None:
 
 
 def _run_command(args) -> int:
-    """Runs the parsed command under the exit-code rule (`flags.run_command`); a signal
+    """Runs the parsed command under the exit-code rule (`plumbing.run_command`); a signal
     whose exception was lost on the way (the command ended otherwise) still ends it
     with the signal's code and line."""
     from keras_bert.core import stopping
-    from keras_bert.pipelines import flags
+    from keras_bert.pipelines import plumbing
 
-    code = flags.run_command(args._prog, args._run, args)
+    code = plumbing.run_command(args._prog, args._run, args)
     name = stopping.requested()
     if name is not None:
         if code != stopping.EXIT_CODES[name]:

@@ -1,11 +1,12 @@
 """Runnable jobs, thin over the library; each is also a `keras-bert` subcommand.
 
-One module a subcommand: `encode`, `vocab`, `create_pretraining_data`, `pretrain`,
-`finetune` (its flags in `finetune_flags`), `evaluate`, `predict`, `export`, `demo`
-(its stages in `demo_job`, `demo_corpus`, `demo_stages`, `demo_evaluation`), `attention`,
-`plot`. What they share: `flags` (the names below, in one place), `arguments` (the parser,
-boolean flags, checked numbers, flags made from options dataclasses), `paths` (input and output checks before any work),
-`reporting` (exit codes, --quiet and --json output, logging), `commands` (running a
-command under the exit-code rule), `field_flags` (a library field -> its flag),
-`stopping` (SIGTERM like Ctrl-C; the C++ log hidden).
+The commands, one module each at the top: `encode`, `vocab`, `create_pretraining_data`,
+`pretrain`, `finetune`, `evaluate`, `predict`, `export`, and `draw` (`attention` and
+`plot`, one class each). Their flags are made from the options dataclasses the library
+declares (`plumbing.add_options`). Two rooms hold the rest:
+
+- `plumbing/`: what every command shares, imported from `keras_bert.pipelines.plumbing`
+  (parsing and checked numbers, path checks, exit codes and output, the flag of a
+  library field; its docstring names its modules);
+- `demo/`: `keras-bert demo` (`demo.command`) and its stages.
 """

@@ -32,53 +32,25 @@ import os
 import shlex
 import sys
 import time
-from functools import partial
 
 from keras_bert.core.errors import ArgumentError, OutputError
-from keras_bert.data.options import PretrainingDataOptions
-from keras_bert.pipelines.flags import (
-    add_boolean,
+from keras_bert.data.options import PretrainingDataJobOptions, PretrainingDataOptions
+from keras_bert.pipelines.plumbing import (
     add_options,
     blame,
     library_logging,
-    nonnegative_int,
     options_from_args,
-    positive_int,
     require_output_directory,
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    flag = partial(add_boolean, parser)
-    parser.add_argument("--input_file", required=True,
-                        help="input text: comma-separated globs of plain or gzip files")
-    parser.add_argument("--output_dir", required=True,
-                        help="directory for the *.tfrecord shards and the JSON sidecar")
-    parser.add_argument("--vocab_file", required=True, help="the WordPiece vocab.txt")
+    add_options(parser, PretrainingDataJobOptions,
+                only=("input_file", "output_dir", "vocab_file"))
     add_options(parser, PretrainingDataOptions)
-    parser.add_argument("--runner", choices=("local", "beam"), default="local",
-                        help="local: worker processes on this machine; beam: an Apache Beam "
-                             "pipeline (pip install -e \".[beam]\"), the same shards, on the "
-                             "runner --beam_options names (default: %(default)s)")
-    parser.add_argument("--beam_options", default="",
-                        help="with --runner beam: Beam pipeline flags in one string, e.g. "
-                             "\"--runner=DataflowRunner --project=P --region=R "
-                             "--temp_location=gs://B/tmp\" or \"--runner=FlinkRunner "
-                             "--flink_master=HOST:8081\" (default: the DirectRunner in this "
-                             "process)")
-    parser.add_argument("--num_workers", type=positive_int, default=None,
-                        help="processes building shards, this one included; 1 works in this "
-                             "process only (default: the CPU count; with --runner beam, "
-                             "Beam's own flags set the workers)")
-    parser.add_argument("--shard_index", type=nonnegative_int, default=0,
-                        help="with --num_shards: this machine's slice (default: %(default)s)")
-    parser.add_argument("--num_shards", type=positive_int, default=1,
-                        help="machines splitting the work; each writes every num_shards-th "
-                             "shard (default: %(default)s)")
-    flag("overwrite", False, "start over in an --output_dir that holds shards of an earlier "
-         "run with other settings or input (they are removed once every check has passed); "
-         "without it such a directory is refused, and one of the same run is resumed")
-    flag("progress", True, "show a progress bar")
+    add_options(parser, PretrainingDataJobOptions,
+                only=("runner", "beam_options", "num_workers", "shard_index", "num_shards",
+                      "overwrite", "progress"))
 
 
 def run(args: argparse.Namespace) -> int:

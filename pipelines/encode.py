@@ -18,10 +18,9 @@ import sys
 import numpy as np
 
 from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError
-from keras_bert.core.precision import PRECISIONS
-from keras_bert.pipelines.flags import (
-    add_boolean,
-    positive_int,
+from keras_bert.model.options import EncodeOptions
+from keras_bert.pipelines.plumbing import (
+    add_options,
     require_file,
     require_output_file,
     resolve_model,
@@ -30,30 +29,7 @@ from keras_bert.pipelines.flags import (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sentences", nargs="*", help="sentences to embed")
-    parser.add_argument("--input_file", help="a text file with one sentence per line")
-    parser.add_argument("--model", help="checkpoint: Hugging Face dir, Google TF1 or "
-                        "tf-models-official TF2 checkpoint, or keras_bert dir (default: "
-                        "the installed MiniLM-L6-H384)")
-    parser.add_argument("--vocab_file", help="vocab.txt (default: the one beside the model)")
-    add_boolean(parser, "do_lower_case", None,
-                "lower-case and strip accents; auto reads the model's tokenizer_config.json, "
-                "else assumes uncased")
-    parser.add_argument("--max_seq_length", type=positive_int, default=128,
-                        help="tokens per sentence, [CLS]/[SEP] included; longer sentences "
-                             "are truncated, with a note (default: %(default)s)")
-    parser.add_argument("--pooling", choices=("mean", "cls", "pooled"), default="mean",
-                        help="mean of real tokens (sentence-transformers), the [CLS] vector, "
-                        "or the tanh pooler output")
-    parser.add_argument("--batch_size", type=positive_int, default=32,
-                        help="sentences per forward pass (default: %(default)s)")
-    parser.add_argument("--precision", choices=PRECISIONS,
-                        default="float32",
-                        help="float32, or mixed_bfloat16: bfloat16 compute with float32 "
-                             "weights and embeddings (faster on CPUs with AVX512-BF16 or "
-                             "AMX; embeddings within about 1e-3 cosine distance of "
-                             "float32's) (default: %(default)s)")
-    parser.add_argument("--output", help="write the embeddings [n, H] to this .npy file")
-    add_boolean(parser, "progress", True, "show a progress bar")
+    add_options(parser, EncodeOptions)
 
 
 def _default_model() -> str:

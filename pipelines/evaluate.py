@@ -16,30 +16,21 @@ from __future__ import annotations
 import argparse
 import os
 
-from keras_bert.pipelines.finetune_flags import (
-    add_eval_batch_size,
-    add_finetuned_model,
-    require_task_data,
-)
-from keras_bert.pipelines.flags import (
-    add_boolean,
+from keras_bert.pipelines.plumbing import (
+    add_options,
     library_logging,
     require_directory,
     require_output_directory,
 )
+from keras_bert.pipelines.plumbing.finetune_flags import add_eval_batch_size, require_task_data
+from keras_bert.tasks.finetuning.options import EvaluateOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add_finetuned_model(parser)
-    add("--data_dir", help="the task's data in the benchmark's own layout")
-    add("--tfds", metavar="NAME", help="instead of --data_dir: a prepared tensorflow-datasets "
-        "dataset (e.g. glue/sst2)")
-    add("--tfds_data_dir", help="where --tfds datasets are prepared")
-    add("--output_dir", help="write metrics.json and the predictions here (default: --model, "
-        "metrics.json only)")
+    add_options(parser, EvaluateOptions, only=("model", "task", "data_dir", "tfds",
+                                               "tfds_data_dir", "output_dir"))
     add_eval_batch_size(parser)
-    add_boolean(parser, "progress", True, "show a progress bar")
+    add_options(parser, EvaluateOptions, only=("progress",))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -36,73 +36,23 @@ import warnings
 
 from keras_bert.core import stopping
 from keras_bert.core.errors import ArgumentError, InputNotFoundError
-from keras_bert.core.precision import PRECISIONS
-from keras_bert.pipelines.flags import (
+from keras_bert.export.options import ExportOptions
+from keras_bert.pipelines.plumbing import (
     OUTPUT,
-    add_boolean,
+    add_options,
     library_logging,
-    positive_int,
+    native_logs_hidden,
     require_file,
     require_output_directory,
 )
-from keras_bert.pipelines.stopping import native_logs_hidden
 
-# --format -> (what it writes, the flags that only the SavedModel takes: name -> the value
-# that means "not given").
-FORMATS = {
-    "saved_model": "a SavedModel for TF Serving and TF Hub (default)",
-    "litert": "model.tflite for LiteRT (TensorFlow Lite), tensorflow-text's LiteRT "
-              "kernels and built-in ops only",
-    "onnx": "model.onnx of the ids signature (serving_default) through tf2onnx, float32 "
-            "(pip install 'keras_bert[onnx]')",
-}
+# The flags that only the SavedModel takes: name -> the value that means "not given".
 SAVED_MODEL_ONLY = {"precision": ("float32",), "xla": (False,),
                     "serving_compatible": (False,), "warmup": (None, False)}
-QUANTIZE = ("none", "dynamic_int8", "float16")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--format", default="saved_model", choices=sorted(FORMATS),
-        help="; ".join(f"{k}: {v}" for k, v in FORMATS.items()))
-    add("--quantize", default="none", choices=QUANTIZE,
-        help="litert only: none (float32), dynamic_int8 (int8 weights, embeddings "
-             "included, float activations) or float16 weights (default: %(default)s)")
-    add("--checkpoint", required=True,
-        help="a `keras-bert finetune` output directory, or an encoder checkpoint: Hugging "
-             "Face directory, Google TF1 or tf-models-official TF2 checkpoint, keras_bert "
-             "directory, or a `keras-bert pretrain` run directory or training checkpoint "
-             "(RUN/checkpoints/ckpt-STEP; RUN/checkpoints for the newest)")
-    add("--output_dir", default="saved_models",
-        help="where NAME/VERSION/ is written (default: %(default)s)")
-    add("--name", help="model name, the directory under --output_dir (default: the "
-                       "checkpoint's directory name)")
-    add("--precision", default="float32", choices=PRECISIONS,
-        help="float32, or mixed_bfloat16: bfloat16 compute with float32 weights, inputs "
-             "and outputs (CPUs with AMX/AVX512-BF16, GPUs) (default: %(default)s)")
-    add("--max_seq_length", type=positive_int,
-        help="tokens per sequence for serve_text, [CLS]/[SEP] included; longer texts are "
-             "truncated, except SQuAD passages and NER sentences, read in windows "
-             "(default: the fine-tuning run's, else 128)")
-    add("--vocab_file", help="vocab.txt of an encoder checkpoint (default: the one beside "
-                             "it); with a fine-tuning run, only a copy of the run's own")
-    add_boolean(parser, "do_lower_case", None,
-                "lower-case and strip accents; auto reads the checkpoint's "
-                "tokenizer_config.json, else assumes uncased (fine-tuned runs keep theirs)")
-    add_boolean(parser, "xla", False, "compile the model part of the signatures with XLA")
-    add_boolean(parser, "serve_text", True,
-                "add the serve_text signature (raw strings; needs a model server with "
-                "tensorflow-text's ops); without it only serving_default (ids)")
-    add_boolean(parser, "serving_compatible", False,
-                "tokenize in serve_text with TensorFlow core ops only, so that any stock TF "
-                "Serving loads the model (same ids, slower tokenizing); by default "
-                "serve_text uses tensorflow-text's FastBertNormalize and "
-                "FastWordpieceTokenizeWithOffsets, registered by stock TF Serving 2.12 and "
-                "later (the model card's `ops` lists them)")
-    add_boolean(parser, "warmup", None,
-                "write assets.extra/tf_serving_warmup_requests (needs tensorflow-serving-api, "
-                "the `export` extra); auto writes it when that is installed and says so when "
-                "it is not")
+    add_options(parser, ExportOptions)
 
 
 def default_name(checkpoint: str) -> str:

@@ -40,11 +40,9 @@ import os
 import sys
 
 from keras_bert.core.errors import OutputError
-from keras_bert.pipelines.finetune_flags import require_task_data
-from keras_bert.pipelines.flags import (
+from keras_bert.pipelines.plumbing import (
     EXIT_INTERRUPTED,
     SIGNAL_EXIT_CODES,
-    add_boolean,
     add_options,
     blame,
     emit,
@@ -52,32 +50,19 @@ from keras_bert.pipelines.flags import (
     library_logging,
     options_from_args,
 )
-from keras_bert.tasks.finetuning import FinetuneOptions
-from keras_bert.tasks.registry import TASK_NAMES
+from keras_bert.pipelines.plumbing.finetune_flags import require_task_data
+from keras_bert.tasks.finetuning.options import FinetuneJobOptions, FinetuneOptions
+
+# The flags of `FinetuneJobOptions` shown before the hyperparameters (`FinetuneOptions`);
+# its other flags follow them.
+FIRST_FLAGS = ("task", "data_dir", "tfds", "tfds_data_dir", "checkpoint", "preset",
+               "vocab_file", "output_dir", "do_lower_case")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--task", required=True, choices=TASK_NAMES, metavar="TASK",
-        help=f"one of {', '.join(TASK_NAMES)}")
-    add("--data_dir", help="the task's data in the benchmark's own layout")
-    add("--tfds", metavar="NAME", help="instead of --data_dir: a prepared tensorflow-datasets "
-        "dataset, e.g. glue/sst2, glue/mnli, squad/v1.1, squad/v2.0, conll2003 (needs the "
-        "datasets extra)")
-    add("--tfds_data_dir", help="where --tfds datasets are prepared (default: "
-        "tensorflow-datasets' own, ~/tensorflow_datasets)")
-    add("--checkpoint", help="pretrained weights: a Hugging Face, Google TF1, tf-models-official "
-        "TF2 or keras_bert checkpoint (its vocab.txt is used)")
-    add("--preset", help="instead of --checkpoint: random weights of a preset (tiny, mini, "
-        "small, medium, base, large); needs --vocab_file")
-    add("--vocab_file", help="vocab.txt (default: the one beside --checkpoint)")
-    add("--output_dir", required=True, help="the run directory to create")
-    add_boolean(parser, "do_lower_case", None, "lower-case and strip accents (auto: from "
-                "the checkpoint's tokenizer_config.json or name)")
+    add_options(parser, FinetuneJobOptions, only=FIRST_FLAGS)
     add_options(parser, FinetuneOptions)
-    add_boolean(parser, "overwrite", False, "replace an existing --output_dir (once the new "
-                "run is complete)")
-    add_boolean(parser, "progress", True, "show progress bars")
+    add_options(parser, FinetuneJobOptions, only=("overwrite", "progress"))
 
 
 def run(args: argparse.Namespace) -> int:

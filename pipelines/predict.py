@@ -18,20 +18,19 @@ from __future__ import annotations
 
 import argparse
 
-from keras_bert.pipelines.finetune_flags import add_eval_batch_size, add_finetuned_model
-from keras_bert.pipelines.flags import (
+from keras_bert.pipelines.plumbing import (
+    add_options,
     library_logging,
     require_directory,
     require_file,
     require_output_file,
 )
+from keras_bert.pipelines.plumbing.finetune_flags import add_eval_batch_size
+from keras_bert.tasks.finetuning.options import PredictOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add_finetuned_model(parser)
-    add("--input", required=True, help="examples in the task's own file layout")
-    add("--output", required=True, help="the predictions file to write")
+    add_options(parser, PredictOptions)
     add_eval_batch_size(parser)
 
 

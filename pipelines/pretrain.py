@@ -26,10 +26,9 @@ import argparse
 import os
 
 from keras_bert.core.errors import ArgumentError, MismatchError
-from keras_bert.pipelines.flags import (
+from keras_bert.pipelines.plumbing import (
     EXIT_TERMINATED,
     SIGNAL_EXIT_CODES,
-    add_boolean,
     add_options,
     blame,
     json_progress_callback,
@@ -37,38 +36,15 @@ from keras_bert.pipelines.flags import (
     options_from_args,
     require_output_directory,
 )
-from keras_bert.training.options import STRATEGIES, PretrainingOptions
+from keras_bert.training.options import PretrainingOptions, PretrainJobOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add = parser.add_argument
-    add("--input_file", required=True,
-        help="pretraining TFRecords: comma-separated globs")
-    add("--output_dir", required=True,
-        help="run directory: encoder, metrics.json, checkpoints/, logs/ (reused to resume)")
-    add("--config", default=None,
-        help="a preset (tiny, mini, small, medium, base, large) or a bert_config.json / "
-             "config.json; a preset takes --vocab_file's size (default: the "
-             "--init_checkpoint's config, else base)")
-    add("--vocab_file", default=None,
-        help="the vocab.txt the data was made with; checked against the model and data")
-    add("--init_checkpoint", default=None,
-        help="start from these weights (Google TF1, tf-models-official TF2, Hugging Face "
-             "or keras_bert checkpoint)")
+    add_options(parser, PretrainJobOptions, only=("input_file", "output_dir", "config",
+                                                  "vocab_file", "init_checkpoint"))
     add_options(parser, PretrainingOptions)
-    add("--strategy", choices=STRATEGIES, default="auto",
-        help="tf.distribute strategy (default: %(default)s: TPU if --tpu, multi_worker if "
-             "TF_CONFIG lists workers, mirrored with several GPUs, else one device); under "
-             "KERAS_BACKEND=jax, auto is data parallel over the local devices "
-             "(keras.distribution) and one_device the first")
-    add("--tpu", default=None,
-        help="TPU for --strategy tpu: 'local' on a TPU VM, a Cloud TPU name or "
-             "grpc://HOST:PORT")
-    add_boolean(parser, "resume", False, "continue the run in --output_dir to a new "
-                "--num_train_steps (with the same settings a rerun resumes by itself)")
-    add_boolean(parser, "overwrite", False, "start a new run in place of the one in "
-                "--output_dir that was made with other settings")
-    add_boolean(parser, "progress", True, "show a progress bar")
+    add_options(parser, PretrainJobOptions, only=("strategy", "tpu", "resume", "overwrite",
+                                                  "progress"))
 
 
 def run(args: argparse.Namespace) -> int:

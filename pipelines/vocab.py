@@ -18,40 +18,12 @@ import argparse
 import time
 
 from keras_bert.core.input_files import expand_patterns
-from keras_bert.pipelines.flags import (
-    add_boolean,
-    nonnegative_int,
-    positive_int,
-    require_output_file,
-)
+from keras_bert.pipelines.plumbing import add_options, require_output_file
+from keras_bert.text.options import VocabOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--input_file", required=True,
-                        help="input text: comma-separated globs of plain or gzip files")
-    parser.add_argument("--output_file", required=True, help="the vocab.txt to write")
-    parser.add_argument("--vocab_size", type=positive_int, default=30522,
-                        help="tokens in the vocabulary, reserved ones included "
-                             "(default: %(default)s)")
-    add_boolean(parser, "do_lower_case", True,
-                "learn an uncased vocabulary: lower-case and strip accents")
-    parser.add_argument("--num_unused", type=nonnegative_int, default=99,
-                        help="[unusedN] slots to reserve; with 99 or more, [UNK]=100, "
-                             "[CLS]=101, [SEP]=102, [MASK]=103 as in Google's vocabularies "
-                             "(default: %(default)s)")
-    parser.add_argument("--max_lines", type=positive_int, default=None,
-                        help="read only this many non-empty lines (default: all)")
-    parser.add_argument("--min_count", type=positive_int, default=10,
-                        help="lowest piece frequency the threshold search may use "
-                             "(default: %(default)s)")
-    parser.add_argument("--max_unique_chars", type=positive_int, default=1000,
-                        help="alphabet size; words with rarer characters are skipped "
-                             "(default: %(default)s)")
-    parser.add_argument("--max_token_length", type=positive_int, default=50,
-                        help="longer words are not counted (default: %(default)s)")
-    parser.add_argument("--num_iterations", type=positive_int, default=4,
-                        help="refinement passes of the learner (default: %(default)s)")
-    add_boolean(parser, "progress", True, "show a progress bar")
+    add_options(parser, VocabOptions)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -239,7 +239,7 @@ def main(argv):
     if spec.get("deterministic"):
         tf.config.experimental.enable_op_determinism()
     from keras_bert import BertConfig
-    from keras_bert.pipelines.flags import EXIT_TERMINATED
+    from keras_bert.pipelines.plumbing import EXIT_TERMINATED
     from keras_bert.training import Pretraining, PretrainingOptions
 
     run = Pretraining(spec["input_file"], spec["output_dir"],

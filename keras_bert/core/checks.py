@@ -5,7 +5,7 @@ Each field's type comes from its annotation ("int", "float", "bool", "str", opti
 "| None"). A field made with `option` declares, once, what it means (`help`), its range
 or choices and its command-line flags: `OptionChecks` checks the declared range, and the
 `keras-bert` commands build their flags from the same declaration
-(`keras_bert.pipelines.arguments.add_options`). Checks between fields are stated in the
+(`keras_bert.pipelines.plumbing.arguments.add_options`). Checks between fields are stated in the
 dataclass's `__post_init__` through the `OptionChecks`. Every problem is collected (one
 a field), then one `ArgumentError` names them all: "Invalid <what>: <field> must be ...,
 got ...; <field> ...". Its `field` is the first field named, so the command line can
@@ -50,6 +50,8 @@ _KINDS = {
 
 
 _DECLARED = "keras_bert.option"  # the key of a field's `Declared` in its metadata
+# The default of an `option` that has none: its flag is required.
+REQUIRED = dataclasses.MISSING
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +59,8 @@ class Declared:
     """What an options field made with `option` declares besides its type and default:
     what it means (`help`: the command line shows it as the flag's help), its range
     (`low`, open if `low_open`; `high`, closed) or `choices`, and its command-line
-    `flags` (None: `--<field>`; empty: none)."""
+    `flags` (None: `--<field>`; empty: none) with the `metavar` its help shows (None:
+    argparse's own)."""
 
     help: str
     low: float | None = None
@@ -65,6 +68,7 @@ class Declared:
     high: float | None = None
     choices: tuple | None = None
     flags: tuple[str, ...] | None = None
+    metavar: str | None = None
 
     def check(self, checks: OptionChecks, field: str) -> None:
         """Records in `checks` what is wrong with `field`'s value by this declaration."""
@@ -77,11 +81,12 @@ class Declared:
 
 
 def option(default, help: str, *, at_least=None, greater_than=None, at_most=None,
-           choices=None, flags=None):
-    """A field of an options dataclass declared once: its `default`, what it means
+           choices=None, flags=None, metavar=None):
+    """A field of an options dataclass declared once: its `default` (`REQUIRED`: none,
+    the flag must be given; declare such fields in a `kw_only` dataclass), what it means
     (`help`), its range (`at_least` or `greater_than`, and `at_most`) or `choices`, and
-    its command-line flags where they are not `--<field>` (`flags=()`: no flag). An
-    `OptionChecks` checks the range; `declaration` reads it back.
+    its command-line flags where they are not `--<field>` (`flags=()`: no flag) with
+    their `metavar`. An `OptionChecks` checks the range; `declaration` reads it back.
 
     Example:
 
@@ -89,7 +94,8 @@ def option(default, help: str, *, at_least=None, greater_than=None, at_most=None
     ... class Options:
     ...     rate: float = option(0.1, "the rate", at_least=0, at_most=1)
     >>> declaration(dataclasses.fields(Options)[0])
-    Declared(help='the rate', low=0, low_open=False, high=1, choices=None, flags=None)
+    Declared(help='the rate', low=0, low_open=False, high=1, choices=None, flags=None,
+             metavar=None)
     """
     if at_least is not None and greater_than is not None:
         raise TypeError("give at_least or greater_than, not both")
@@ -98,7 +104,7 @@ def option(default, help: str, *, at_least=None, greater_than=None, at_most=None
         raise TypeError("at_most needs at_least or greater_than")
     declared = Declared(help, low, greater_than is not None, at_most,
                         None if choices is None else tuple(choices),
-                        None if flags is None else tuple(flags))
+                        None if flags is None else tuple(flags), metavar)
     return dataclasses.field(default=default, metadata={_DECLARED: declared})
 
 

@@ -1,4 +1,5 @@
-"""`PretrainingDataOptions`: how pretraining instances are made, checked when made.
+"""`PretrainingDataOptions`: how pretraining instances are made, checked when made; and
+`PretrainingDataJobOptions`, what the command that makes them is asked for besides.
 
 Kept apart from the pipeline (`keras_bert.data.pretraining`) so that reading the options
 needs no TensorFlow: the command line builds its flags from their defaults.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from keras_bert.core.checks import OptionChecks, option
+from keras_bert.core.checks import REQUIRED, OptionChecks, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,3 +78,38 @@ be >= 1, got 0.
         checks.check(lambda: self.max_seq_length >= minimum, "max_seq_length",
                      f"must be >= {minimum}, got {self.max_seq_length}")
         checks.raise_if_any()
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PretrainingDataJobOptions:
+    """What `keras-bert create-pretraining-data` is asked for besides the
+    `PretrainingDataOptions`: the text, the vocab and where the shards go, the runner and
+    its workers, this machine's slice; declared once (its flags are made from them)."""
+
+    input_file: str = option(REQUIRED,
+                             "input text: comma-separated globs of plain or gzip files")
+    output_dir: str = option(REQUIRED,
+                             "directory for the *.tfrecord shards and the JSON sidecar")
+    vocab_file: str = option(REQUIRED, "the WordPiece vocab.txt")
+    runner: str = option(
+        "local", "local: worker processes on this machine; beam: an Apache Beam pipeline "
+        "(pip install -e \".[beam]\"), the same shards, on the runner --beam_options names "
+        "(default: %(default)s)", choices=("local", "beam"))
+    beam_options: str = option(
+        "", "with --runner beam: Beam pipeline flags in one string, e.g. "
+        "\"--runner=DataflowRunner --project=P --region=R --temp_location=gs://B/tmp\" or "
+        "\"--runner=FlinkRunner --flink_master=HOST:8081\" (default: the DirectRunner in "
+        "this process)")
+    num_workers: int | None = option(
+        None, "processes building shards, this one included; 1 works in this process only "
+        "(default: the CPU count; with --runner beam, Beam's own flags set the workers)",
+        at_least=1)
+    shard_index: int = option(
+        0, "with --num_shards: this machine's slice (default: %(default)s)", at_least=0)
+    num_shards: int = option(1, "machines splitting the work; each writes every "
+                                "num_shards-th shard (default: %(default)s)", at_least=1)
+    overwrite: bool = option(
+        False, "start over in an --output_dir that holds shards of an earlier run with other "
+        "settings or input (they are removed once every check has passed); without it such "
+        "a directory is refused, and one of the same run is resumed")
+    progress: bool = option(True, "show a progress bar")

@@ -21,42 +21,48 @@
   its folder's `litert_serving`.
 - `onnx`: `export_onnx`, the ids signature as `OUTPUT_DIR/NAME/VERSION/model.onnx`
   through tf2onnx (the `onnx` extra, imported only when converting).
+- `options`: `ExportOptions`, what `keras-bert export` is asked for, declared once
+  (its flags are made from them).
+
+The names below load their module on first use (`keras_bert.core.lazy`): reading the
+options loads no TensorFlow.
 """
 
-from keras_bert.export.card import MODEL_CARD, model_card
-from keras_bert.export.hub import PREPROCESSOR_DIR
-from keras_bert.export.litert import (
-    LITERT_FILE,
-    QUANTIZATIONS,
-    LiteRTModel,
-    export_litert,
-    load_interpreter,
-)
-from keras_bert.export.onnx import ONNX_FILE, check_onnx_converter, export_onnx
-from keras_bert.export.ops import all_saved_model_ops, saved_model_ops, serving_requirements
-from keras_bert.export.saved_model import check_name, export_saved_model
-from keras_bert.export.source import (
-    DEFAULT_SEQ_LENGTH,
-    KINDS,
-    ExportSource,
-    is_finetuned_dir,
-    load_export_source,
-)
-from keras_bert.export.versions import claim_version, next_version
-from keras_bert.export.warmup import (
-    WARMUP_FILE,
-    check_serving_api,
-    serving_api_available,
-    warmup_requests,
-)
-from keras_bert.text.litert_ops import LITERT_TEXT_OPS, LiteTokenizer
+from keras_bert.core.lazy import lazy_exports
 
-__all__ = [
-    "DEFAULT_SEQ_LENGTH", "KINDS", "LITERT_FILE", "LITERT_TEXT_OPS", "MODEL_CARD",
-    "PREPROCESSOR_DIR", "QUANTIZATIONS", "LiteRTModel", "LiteTokenizer", "export_litert",
-    "load_interpreter", "ONNX_FILE", "check_onnx_converter", "export_onnx",
-    "WARMUP_FILE", "ExportSource", "all_saved_model_ops", "check_name", "check_serving_api",
-    "export_saved_model", "is_finetuned_dir", "load_export_source", "model_card",
-    "claim_version", "next_version", "saved_model_ops", "serving_api_available",
-    "serving_requirements", "warmup_requests",
-]
+_EXPORTS = {
+    "MODEL_CARD": "keras_bert.export.card",
+    "model_card": "keras_bert.export.card",
+    "PREPROCESSOR_DIR": "keras_bert.export.hub",
+    "LITERT_FILE": "keras_bert.export.litert",
+    "QUANTIZATIONS": "keras_bert.export.litert",
+    "LiteRTModel": "keras_bert.export.litert",
+    "export_litert": "keras_bert.export.litert",
+    "load_interpreter": "keras_bert.export.litert",
+    "ONNX_FILE": "keras_bert.export.onnx",
+    "check_onnx_converter": "keras_bert.export.onnx",
+    "export_onnx": "keras_bert.export.onnx",
+    "all_saved_model_ops": "keras_bert.export.ops",
+    "saved_model_ops": "keras_bert.export.ops",
+    "serving_requirements": "keras_bert.export.ops",
+    "FORMATS": "keras_bert.export.options",
+    "QUANTIZE": "keras_bert.export.options",
+    "ExportOptions": "keras_bert.export.options",
+    "check_name": "keras_bert.export.saved_model",
+    "export_saved_model": "keras_bert.export.saved_model",
+    "DEFAULT_SEQ_LENGTH": "keras_bert.export.source",
+    "KINDS": "keras_bert.export.source",
+    "ExportSource": "keras_bert.export.source",
+    "is_finetuned_dir": "keras_bert.export.source",
+    "load_export_source": "keras_bert.export.source",
+    "claim_version": "keras_bert.export.versions",
+    "next_version": "keras_bert.export.versions",
+    "WARMUP_FILE": "keras_bert.export.warmup",
+    "check_serving_api": "keras_bert.export.warmup",
+    "serving_api_available": "keras_bert.export.warmup",
+    "warmup_requests": "keras_bert.export.warmup",
+    "LITERT_TEXT_OPS": "keras_bert.text.litert_ops",
+    "LiteTokenizer": "keras_bert.text.litert_ops",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -13,7 +13,8 @@
 - `losses`: the pretraining objective with global averages;
 - `tf_fast`: the TensorFlow backend's fast paths (MatMul + BiasAdd rows, fusable GELU,
   16-bit dropout masks, the compiled eager call), the one place the model stage uses
-  TensorFlow; on JAX and PyTorch the layers run their `keras.ops` form.
+  TensorFlow; on JAX and PyTorch the layers run their `keras.ops` form;
+- `options`: `EncodeOptions`, what `keras-bert encode` asks of an encoder, declared once.
 
 Keras finds these classes in a `.keras` file once Keras and keras_bert are imported
 (the facade registers them when Keras arrives).

@@ -5,6 +5,8 @@
 - `curves`: `read_training_curves`, the loss and metric curves a run directory holds.
 - `drawing`: the figures and the PNG files (`write_attention_plots`,
   `write_training_plots`); matplotlib, an optional extra, is imported only to draw.
+- `options`: `AttentionOptions` and `PlotOptions`, what `keras-bert attention` and
+  `keras-bert plot` are asked for, declared once.
 """
 
 from keras_bert.plotting.attention import (

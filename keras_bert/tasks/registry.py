@@ -12,6 +12,9 @@ if TYPE_CHECKING:  # tasks.base loads TensorFlow; the command line reads TASK_NA
 
 GLUE_NAMES = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
 TASK_NAMES = (*GLUE_NAMES, "squad1", "squad2", "ner", "swag")
+# The inputs of the tasks that read long ones in windows (`keras_bert.tasks.windows`)
+# rather than truncate them, as help texts name them.
+WINDOWED_INPUTS = "SQuAD passages and NER sentences"
 
 
 def get_task(name: str) -> Task:

@@ -7,5 +7,6 @@
 - `vocab`: reading Google vocab.txt files and the special tokens;
 - `vocab_learning`: learning a WordPiece vocab.txt from a corpus;
 - `packing`: one or two segments -> the encoder's inputs (`BertPreprocessor`);
-- `litert_ops`: the same tokenizer and packing in LiteRT's ops (`LiteTokenizer`).
+- `litert_ops`: the same tokenizer and packing in LiteRT's ops (`LiteTokenizer`);
+- `options`: `VocabOptions`, what `keras-bert vocab` is asked for, declared once.
 """

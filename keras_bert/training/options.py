@@ -1,11 +1,12 @@
 """`PretrainingOptions`: how to pretrain (batch, steps, learning rate, optimizer,
-checkpoint and logging intervals, precision, seed), each checked when it is made."""
+checkpoint and logging intervals, precision, seed), each checked when it is made; and
+`PretrainJobOptions`, what `keras-bert pretrain` is asked for besides."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from keras_bert.core.checks import OptionChecks, option
+from keras_bert.core.checks import REQUIRED, OptionChecks, option
 from keras_bert.core.precision import TRAINING_PRECISIONS
 
 OPTIMIZERS = ("adamw", "lamb")
@@ -102,3 +103,37 @@ class PretrainingOptions:
     def micro_steps(self, updates: int) -> int:
         """Training steps (micro-batches) for a number of optimizer updates."""
         return updates * self.gradient_accumulation_steps
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PretrainJobOptions:
+    """What `keras-bert pretrain` is asked for besides the `PretrainingOptions`: the data,
+    the run directory, the model to start from, the strategy, and whether to resume or
+    replace a run; declared once (its flags are made from them)."""
+
+    input_file: str = option(REQUIRED, "pretraining TFRecords: comma-separated globs")
+    output_dir: str = option(REQUIRED, "run directory: encoder, metrics.json, checkpoints/, "
+                                       "logs/ (reused to resume)")
+    config: str | None = option(
+        None, "a preset (tiny, mini, small, medium, base, large) or a bert_config.json / "
+        "config.json; a preset takes --vocab_file's size (default: the --init_checkpoint's "
+        "config, else base)")
+    vocab_file: str | None = option(
+        None, "the vocab.txt the data was made with; checked against the model and data")
+    init_checkpoint: str | None = option(
+        None, "start from these weights (Google TF1, tf-models-official TF2, Hugging Face "
+        "or keras_bert checkpoint)")
+    strategy: str = option(
+        "auto", "tf.distribute strategy (default: %(default)s: TPU if --tpu, multi_worker "
+        "if TF_CONFIG lists workers, mirrored with several GPUs, else one device); under "
+        "KERAS_BACKEND=jax, auto is data parallel over the local devices "
+        "(keras.distribution) and one_device the first", choices=STRATEGIES)
+    tpu: str | None = option(
+        None, "TPU for --strategy tpu: 'local' on a TPU VM, a Cloud TPU name or "
+        "grpc://HOST:PORT")
+    resume: bool = option(False, "continue the run in --output_dir to a new "
+                                 "--num_train_steps (with the same settings a rerun resumes "
+                                 "by itself)")
+    overwrite: bool = option(False, "start a new run in place of the one in --output_dir "
+                                    "that was made with other settings")
+    progress: bool = option(True, "show a progress bar")

@@ -26,7 +26,7 @@ from keras_bert.cli import main
 from keras_bert.core import fileio
 from keras_bert.core.errors import OutputExistsError
 from keras_bert.export.versions import claim_version, remove_dead_temporaries
-from keras_bert.pipelines import flags
+from keras_bert.pipelines import plumbing as flags
 
 
 @pytest.fixture(scope="module")

@@ -61,7 +61,7 @@ def test_commands_never_rewrite_library_messages():
              for p in _sources() if os.sep + "pipelines" + os.sep in p
              for i, line in enumerate(open(p, encoding="utf-8"), 1)
              if re.search(r"str\([^)]*\)\.replace\(", line)]
-    assert not found, f"name flags through pipelines/field_flags.py instead: {found}"
+    assert not found, f"name flags through pipelines/plumbing/field_flags.py instead: {found}"
 
 
 @pytest.mark.parametrize("family", ["glue", "squad", "tagging", "multiple_choice"])

@@ -616,7 +616,7 @@ def test_finetune_with_mismatched_squad_answers_warns_and_counts(tmp_path, capsy
 
 def test_output_checks_leave_nothing_and_name_the_flag(tmp_path):
     from keras_bert.core.errors import OutputError
-    from keras_bert.pipelines.flags import require_output_directory, require_output_file
+    from keras_bert.pipelines.plumbing import require_output_directory, require_output_file
 
     (tmp_path / "keep.txt").write_text("x")
     require_output_file(str(tmp_path / "out.npy"), "--output")
@@ -711,7 +711,7 @@ def _commands():
 
 @pytest.mark.parametrize("command", _commands())
 def test_every_number_flag_of_every_command_is_checked(command, capsys):
-    from keras_bert.pipelines import flags
+    from keras_bert.pipelines import plumbing as flags
 
     checked = {flags.positive_int, flags.nonnegative_int, flags.positive_float,
                flags.nonnegative_float, flags.probability}
@@ -730,7 +730,7 @@ def test_every_number_flag_of_every_command_is_checked(command, capsys):
 
 @pytest.mark.parametrize("command", _commands())
 def test_every_output_of_every_command_is_checked_before_it_runs(command, tmp_path, capsys):
-    from keras_bert.pipelines.flags import OUTPUT_FLAGS
+    from keras_bert.pipelines.plumbing import OUTPUT_FLAGS
 
     subparser = _subparser(command)
     outputs = [a for a in subparser._actions if a.dest in OUTPUT_FLAGS]

@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 from conftest import REPO
 
-from keras_bert.pipelines import demo_corpus
+from keras_bert.pipelines.demo import corpus as demo_corpus
 from keras_bert.tasks.glue.library import LibraryTask
 
 SMALL = ["--num_train_steps", "400", "--train_batch_size", "32", "--max_corpus_mb", "0.6",

@@ -12,7 +12,7 @@ from conftest import REPO
 
 from keras_bert.cli import build_parser, main
 from keras_bert.core.errors import ArgumentError
-from keras_bert.pipelines.flags import check_max_seq_length
+from keras_bert.pipelines.plumbing import check_max_seq_length
 
 VOCAB = os.path.join(REPO, "tests", "fixtures", "tokenization", "vocab_rich.txt")
 SST2 = os.path.join(REPO, "tests", "fixtures", "tasks", "glue", "SST-2")

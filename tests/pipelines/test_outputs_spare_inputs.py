@@ -18,8 +18,8 @@ from conftest import REPO, snapshot_files
 from keras_bert.cli import main
 from keras_bert.core.errors import OutputError
 from keras_bert.core.input_files import path_relation
-from keras_bert.pipelines.commands import check_outputs_spare_inputs
-from keras_bert.pipelines.paths import input_paths
+from keras_bert.pipelines.plumbing.commands import check_outputs_spare_inputs
+from keras_bert.pipelines.plumbing.paths import input_paths
 
 
 def _hashes(root):

@@ -31,7 +31,7 @@ from training_support import (
     write_spec,
 )
 
-from keras_bert.pipelines.flags import EXIT_TERMINATED
+from keras_bert.pipelines.plumbing import EXIT_TERMINATED
 
 pytest.importorskip("jax", reason='pip install -e ".[jax]"')
 

@@ -22,7 +22,7 @@ from training_support import (
 )
 
 from keras_bert import BertConfig
-from keras_bert.pipelines.flags import EXIT_TERMINATED
+from keras_bert.pipelines.plumbing import EXIT_TERMINATED
 from keras_bert.training import Pretraining, PretrainingOptions, distribute
 from keras_bert.training.pretraining import steps_per_execution as _steps_per_execution
 

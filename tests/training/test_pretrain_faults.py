@@ -35,7 +35,7 @@ from keras_bert.core.errors import (
     MismatchError,
     OutputError,
 )
-from keras_bert.pipelines.flags import SIGNAL_EXIT_CODES
+from keras_bert.pipelines.plumbing import SIGNAL_EXIT_CODES
 from keras_bert.training import Pretraining, PretrainingOptions, resolve_config
 
 SUPPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "training_support.py")

@@ -20,7 +20,7 @@ from training_support import (
     write_spec,
 )
 
-from keras_bert.pipelines.flags import EXIT_TERMINATED
+from keras_bert.pipelines.plumbing import EXIT_TERMINATED
 
 OPTIONS = dict(train_batch_size=16, num_train_steps=600, num_warmup_steps=60,
                learning_rate=2e-3, save_checkpoints_steps=25, log_steps=100, seed=3)

@@ -1,7 +1,9 @@
 """How a task is fine-tuned: `FinetuneOptions` (the paper's recipe as defaults), the
 task families' default learning rates and sequence lengths, and the one place the
 options are checked against the task and the model (`check_task`, `resolve`) before any
-data is read.
+data is read. What the commands around it are asked for is declared here too:
+`FinetuneJobOptions` (`keras-bert finetune`), `EvaluateOptions` and `PredictOptions` (on
+a `FinetunedModelOptions`).
 """
 
 from __future__ import annotations
@@ -9,10 +11,11 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from keras_bert.core.checks import OptionChecks, option
+from keras_bert.core.checks import REQUIRED, OptionChecks, option
 from keras_bert.core.errors import ArgumentError
 from keras_bert.core.precision import PRECISIONS
 from keras_bert.model.config import BertConfig
+from keras_bert.tasks.registry import TASK_NAMES
 
 if TYPE_CHECKING:  # tasks.base loads TensorFlow; the command line reads these options first
     from keras_bert.tasks.base import FeatureSettings, Task
@@ -146,3 +149,68 @@ class FinetuneOptions:
                                max_query_length=self.max_query_length,
                                max_answer_length=self.max_answer_length,
                                n_best_size=self.n_best_size)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FinetuneJobOptions:
+    """What `keras-bert finetune` is asked for besides the `FinetuneOptions`: the task and
+    its data, the pretrained weights and vocab, the run directory; declared once (its
+    flags are made from them)."""
+
+    task: str = option(REQUIRED, f"one of {', '.join(TASK_NAMES)}", choices=TASK_NAMES,
+                       metavar="TASK")
+    data_dir: str | None = option(None, "the task's data in the benchmark's own layout")
+    tfds: str | None = option(
+        None, "instead of --data_dir: a prepared tensorflow-datasets dataset, e.g. "
+        "glue/sst2, glue/mnli, squad/v1.1, squad/v2.0, conll2003 (needs the datasets extra)",
+        metavar="NAME")
+    tfds_data_dir: str | None = option(None, "where --tfds datasets are prepared (default: "
+                                             "tensorflow-datasets' own, ~/tensorflow_datasets)")
+    checkpoint: str | None = option(
+        None, "pretrained weights: a Hugging Face, Google TF1, tf-models-official TF2 or "
+        "keras_bert checkpoint (its vocab.txt is used)")
+    preset: str | None = option(
+        None, "instead of --checkpoint: random weights of a preset (tiny, mini, small, "
+        "medium, base, large); needs --vocab_file")
+    vocab_file: str | None = option(None, "vocab.txt (default: the one beside --checkpoint)")
+    output_dir: str = option(REQUIRED, "the run directory to create")
+    do_lower_case: bool | None = option(
+        None, "lower-case and strip accents (auto: from the checkpoint's "
+        "tokenizer_config.json or name)")
+    overwrite: bool = option(False, "replace an existing --output_dir (once the new run is "
+                                    "complete)")
+    progress: bool = option(True, "show progress bars")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FinetunedModelOptions:
+    """A `keras-bert finetune` run directory and the task it was fine-tuned on, as
+    `keras-bert evaluate` and `predict` read it."""
+
+    model: str = option(REQUIRED, "a `keras-bert finetune` output directory")
+    task: str = option(REQUIRED, "the task the model was fine-tuned on", choices=TASK_NAMES,
+                       metavar="TASK")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EvaluateOptions(FinetunedModelOptions):
+    """What `keras-bert evaluate` is asked for (with `FinetuneOptions.eval_batch_size`):
+    the dev data and where the metrics go."""
+
+    data_dir: str | None = option(None, "the task's data in the benchmark's own layout")
+    tfds: str | None = option(None, "instead of --data_dir: a prepared tensorflow-datasets "
+                                    "dataset (e.g. glue/sst2)", metavar="NAME")
+    tfds_data_dir: str | None = option(None, "where --tfds datasets are prepared")
+    output_dir: str | None = option(
+        None, "write metrics.json and the predictions here (default: --model, metrics.json "
+        "only)")
+    progress: bool = option(True, "show a progress bar")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PredictOptions(FinetunedModelOptions):
+    """What `keras-bert predict` is asked for (with `FinetuneOptions.eval_batch_size`):
+    the examples and the predictions file."""
+
+    input: str = option(REQUIRED, "examples in the task's own file layout")
+    output: str = option(REQUIRED, "the predictions file to write")

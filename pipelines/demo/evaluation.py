@@ -9,8 +9,8 @@ import collections
 
 import numpy as np
 
-from keras_bert.pipelines.demo_corpus import FUNCTION_WORDS
-from keras_bert.pipelines.demo_job import DemoSettings
+from keras_bert.pipelines.demo.corpus import FUNCTION_WORDS
+from keras_bert.pipelines.demo.job import DemoSettings
 
 
 def masked_examples(sentences, tokenizer, count: int = 5, max_tokens: int = 40):

@@ -1,6 +1,7 @@
-"""The flags and checks that `keras-bert finetune`, `evaluate` and `predict` share: the
-fine-tuned model a command reads, the prediction batch size, and the task's data given
-as --data_dir or --tfds.
+"""What `keras-bert finetune`, `evaluate` and `predict` share besides their declared
+options (`keras_bert.tasks.finetuning.options`): the prediction batch size as
+`FinetuneOptions` declares it, and the check of the task's data given as --data_dir or
+--tfds.
 """
 
 from __future__ import annotations
@@ -8,18 +9,9 @@ from __future__ import annotations
 import argparse
 
 from keras_bert.core.errors import ArgumentError
-from keras_bert.pipelines.flags import add_options, require_directory
+from keras_bert.pipelines.plumbing.arguments import add_options
+from keras_bert.pipelines.plumbing.paths import require_directory
 from keras_bert.tasks.finetuning.options import FinetuneOptions
-from keras_bert.tasks.registry import TASK_NAMES
-
-
-def add_finetuned_model(parser: argparse.ArgumentParser) -> None:
-    """--model (a `keras-bert finetune` output directory) and the --task it was
-    fine-tuned on."""
-    parser.add_argument("--model", required=True,
-                        help="a `keras-bert finetune` output directory")
-    parser.add_argument("--task", required=True, choices=TASK_NAMES, metavar="TASK",
-                        help="the task the model was fine-tuned on")
 
 
 def add_eval_batch_size(parser: argparse.ArgumentParser) -> None:

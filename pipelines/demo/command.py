@@ -9,7 +9,7 @@ baseline, export, serve. No network; about 8 minutes on 2 AVX2 CPU cores.
 2. a WordPiece vocab learned from it (`keras_bert.text.vocab_learning`);
 3. masked-LM / next-sentence TFRecords (`keras_bert.data.pretraining`; every pair
    fills the sequence: short_seq_prob 0, see
-   `demo_stages.write_tfrecords`);
+   `demo.stages.write_tfrecords`);
 4. a tiny BERT (L2/H64, 4 heads) pretrained under the default tf.distribute strategy
    (`keras_bert.training.Pretraining`);
 5. held-out masked-LM and next-sentence accuracy, untrained and trained, next to their
@@ -48,16 +48,16 @@ import os
 import time
 
 from keras_bert.core.fileio import write_json
-from keras_bert.pipelines.demo_job import (
-    EXPORT_NAME,
+from keras_bert.pipelines.demo.job import (
     DemoJob,
+    DemoOptions,
     DemoSettings,
     StageLog,
     check_directory,
     demo_paths,
     settings_from_args,
 )
-from keras_bert.pipelines.demo_stages import (
+from keras_bert.pipelines.demo.stages import (
     build_corpus,
     draw_pictures,
     evaluate_heldout,
@@ -67,12 +67,10 @@ from keras_bert.pipelines.demo_stages import (
     pretrain,
     write_tfrecords,
 )
-from keras_bert.pipelines.flags import (
-    add_boolean,
+from keras_bert.pipelines.plumbing import (
+    add_options,
     emit,
     library_logging,
-    positive_float,
-    positive_int,
     removed_on_error,
     require_output_directory,
     say,
@@ -80,38 +78,7 @@ from keras_bert.pipelines.flags import (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    defaults = DemoSettings()
-    add = parser.add_argument
-    add("--output_dir", default="keras_bert_demo",
-        help="where everything but the SavedModel goes (default: %(default)s)")
-    add("--export_dir", default="saved_models",
-        help=f"where the SavedModel goes, as {EXPORT_NAME}/VERSION/ (default: %(default)s)")
-    add("--sources", default=",".join(defaults.sources),
-        help="modules whose docstrings form the corpus, and the derived task's classes: "
-             "stdlib and/or installed packages (default: %(default)s)")
-    add("--max_corpus_mb", type=positive_float, default=defaults.max_corpus_mb,
-        help="corpus size cap in millions of characters, shared by the sources "
-             "(default: %(default)s)")
-    add("--vocab_size", type=positive_int, default=defaults.vocab_size,
-        help="WordPiece vocab size (default: %(default)s)")
-    add("--num_train_steps", type=positive_int, default=defaults.num_train_steps,
-        help="pretraining steps (default: %(default)s)")
-    add("--train_batch_size", type=positive_int, default=defaults.train_batch_size,
-        help="pretraining sequences per step (default: %(default)s)")
-    add("--task_examples_per_class", type=positive_int,
-        default=defaults.task_examples_per_class,
-        help="derived task: training sentences per library (at most half as many held "
-             "out) "
-             "(default: %(default)s)")
-    add("--finetune_epochs", type=positive_float, default=defaults.finetune_epochs,
-        help="derived task: fine-tuning epochs, the same for both initialisations "
-             "(default: %(default)s)")
-    add("--finetune_learning_rate", type=positive_float,
-        default=defaults.finetune_learning_rate,
-        help="derived task: peak learning rate (default: %(default)s)")
-    add("--seed", type=int, default=defaults.seed,
-        help="fixes corpus split, data, initialization and order (default: %(default)s)")
-    add_boolean(parser, "progress", True, "show progress bars")
+    add_options(parser, DemoOptions)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,9 +10,10 @@ import json
 import os
 import time
 
+from keras_bert.core.checks import option
 from keras_bert.core.errors import OutputError
 from keras_bert.core.fileio import write_json
-from keras_bert.pipelines.flags import emit, say
+from keras_bert.pipelines.plumbing import emit, say
 from keras_bert.text.vocab import VOCAB_FILE
 
 DEFAULT_SOURCES = ("stdlib", "numpy", "tensorflow", "keras")
@@ -43,6 +44,46 @@ class DemoSettings:
     finetune_epochs: float = 6.0
     finetune_learning_rate: float = 1e-3
     seed: int = 12345
+
+
+_DEFAULTS = DemoSettings()
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoOptions:
+    """What `keras-bert demo` is asked for, declared once (its flags are made from these
+    declarations, `keras_bert.core.checks.option`): where its outputs go and the
+    `DemoSettings` a user may change (`sources` as one comma-separated string)."""
+
+    output_dir: str = option("keras_bert_demo", "where everything but the SavedModel goes "
+                                                "(default: %(default)s)")
+    export_dir: str = option("saved_models", f"where the SavedModel goes, as {EXPORT_NAME}/"
+                                             "VERSION/ (default: %(default)s)")
+    sources: str = option(
+        ",".join(_DEFAULTS.sources), "modules whose docstrings form the corpus, and the "
+        "derived task's classes: stdlib and/or installed packages (default: %(default)s)")
+    max_corpus_mb: float = option(
+        _DEFAULTS.max_corpus_mb, "corpus size cap in millions of characters, shared by the "
+        "sources (default: %(default)s)", greater_than=0)
+    vocab_size: int = option(_DEFAULTS.vocab_size,
+                             "WordPiece vocab size (default: %(default)s)", at_least=1)
+    num_train_steps: int = option(_DEFAULTS.num_train_steps,
+                                  "pretraining steps (default: %(default)s)", at_least=1)
+    train_batch_size: int = option(
+        _DEFAULTS.train_batch_size, "pretraining sequences per step (default: %(default)s)",
+        at_least=1)
+    task_examples_per_class: int = option(
+        _DEFAULTS.task_examples_per_class, "derived task: training sentences per library "
+        "(at most half as many held out) (default: %(default)s)", at_least=1)
+    finetune_epochs: float = option(
+        _DEFAULTS.finetune_epochs, "derived task: fine-tuning epochs, the same for both "
+        "initialisations (default: %(default)s)", greater_than=0)
+    finetune_learning_rate: float = option(
+        _DEFAULTS.finetune_learning_rate,
+        "derived task: peak learning rate (default: %(default)s)", greater_than=0)
+    seed: int = option(_DEFAULTS.seed, "fixes corpus split, data, initialization and order "
+                                       "(default: %(default)s)")
+    progress: bool = option(True, "show progress bars")
 
 
 def settings_from_args(args) -> DemoSettings:

