@@ -40,7 +40,11 @@ def python_blocks(page: str) -> tuple[list[tuple[int, str]], list[tuple[int, str
     """The page's Python blocks as (line of the first code line, code), those that run
     and those after a `<!-- not run: REASON -->` marker (then the reason instead)."""
     with open(os.path.join(REPO, page), encoding="utf-8") as f:
-        lines = f.read().split("\n")
+        return blocks_of(f.read())
+
+
+def blocks_of(text: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    lines = text.split("\n")
     run, skipped, i = [], [], 0
     while i < len(lines):
         if FENCE.match(lines[i]):
@@ -260,6 +264,14 @@ def test_relative_links_in_the_docs_resolve():
             if not os.path.exists(os.path.join(REPO, os.path.dirname(page), target)):
                 broken.append(f"{page}: {target}")
     assert not broken, broken
+
+
+def test_a_block_is_left_out_only_with_a_visible_reason():
+    text = ("x\n```python\na = 1\n```\n<!-- not run: needs a GPU -->\n```python\nb = 2\n```\n"
+            "<!-- not run: -->\n```python\nc = 3\n```\n```bash\nls\n```\n")
+    run, skipped = blocks_of(text)
+    assert run == [(3, "a = 1\n"), (11, "c = 3\n")]   # a marker without a reason runs
+    assert skipped == [(7, "needs a GPU")]
 
 
 def test_readme_blocks_run_as_written(tmp_path):
