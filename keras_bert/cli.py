@@ -102,7 +102,7 @@ def _command(argv: list[str]):
 def _unavailable(name: str, error: ImportError):
     def run(args):
         raise RuntimeError(f"the {name} command cannot load: {error}; reinstall keras_bert "
-                           "with the extras it needs (see README.md)")
+                           "with the extras it needs (see README.md and docs/)")
 
     return run
 

@@ -84,7 +84,7 @@ class PretrainingOptions:
     mixed_precision: str = option(
         "auto", "the Keras dtype policy; auto: bfloat16 on TPU, float16 with loss scaling "
         "on GPU, float32 on CPU; mixed_bfloat16 trained 1.28x as fast as float32 on a CPU "
-        "with AVX512-BF16 (README, Measured here)", choices=TRAINING_PRECISIONS,
+        "with AVX512-BF16 (docs/model.md)", choices=TRAINING_PRECISIONS,
         flags=("--precision", "--mixed_precision"))
     seed: int = option(12345, "seeds initialization, dropout and input order")
     shuffle_buffer_size: int = option(
