@@ -39,7 +39,6 @@ from keras_bert.export.source import (
     DEFAULT_SEQ_LENGTH,
     KINDS,
     ExportSource,
-    is_finetuned_dir,
     load_export_source,
 )
 from keras_bert.export.versions import claim_version, next_version
@@ -56,7 +55,7 @@ __all__ = [
     "PREPROCESSOR_DIR", "QUANTIZATIONS", "LiteRTModel", "LiteTokenizer", "export_litert",
     "load_interpreter", "ONNX_FILE", "check_onnx_converter", "export_onnx",
     "WARMUP_FILE", "ExportSource", "all_saved_model_ops", "check_name", "check_serving_api",
-    "export_saved_model", "is_finetuned_dir", "load_export_source", "model_card",
+    "export_saved_model", "load_export_source", "model_card",
     "claim_version", "next_version", "saved_model_ops", "serving_api_available",
     "serving_requirements", "warmup_requests",
 ]
