@@ -1,9 +1,9 @@
 """Reading a `keras-bert finetune` run directory back as a checkpoint: its file names
-(`FINETUNE_CONFIG`, `FINETUNED_MODEL`), whether a path is one (`is_finetuning_run`, the
-one answer every command gives), its record (`read_finetuning_record`) and its encoder's
-config, read from the model file without its weights. The tasks stage writes and loads
-these runs (`keras_bert.tasks.finetuning.run_directory`) under the same names; this
-module only reads their files, so that `open_artifact` takes a run like any other
+(`FINETUNE_CONFIG`, `FINETUNED_MODEL`: their one owner, which the tasks stage writes
+and loads runs with), whether a path is one (`is_finetuning_run`, asked by the opener,
+`open_artifact`, for every command), its record (`read_finetuning_record`) and its
+encoder's config, read from the model file (or any `.keras` file) without its weights.
+This module only reads a run's files, so that `open_artifact` takes a run like any other
 checkpoint.
 """
 

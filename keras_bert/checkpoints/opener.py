@@ -40,7 +40,7 @@ from keras_bert.checkpoints.vocab import (
     checkpoint_vocab,
 )
 from keras_bert.core import wiring
-from keras_bert.core.errors import InputNotFoundError
+from keras_bert.core.errors import CheckpointError, InputNotFoundError
 from keras_bert.model.config import BertConfig
 from keras_bert.text.vocab import VOCAB_FILE
 
@@ -188,6 +188,9 @@ class Artifact:
         if self.kind in ("finetuning_run", "keras_file"):
             from keras_bert.model.encoder import BertEncoder
 
+            if self.config is None:
+                raise CheckpointError(f"{self.path!r} holds no BertEncoder; load it with "
+                                      "load().")
             encoder = BertEncoder(self.config, output_attentions=output_attentions,
                                   dtype=dtype)
             encoder.set_weights(self.load().encoder.get_weights())
