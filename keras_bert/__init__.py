@@ -97,9 +97,11 @@ def __getattr__(name: str):
     return value
 
 # The facade sits above every stage: it names the later stages' modules that implement
-# the task models' raw-text face and export (see keras_bert.core.wiring).
+# the task models' raw-text face and export, and the opener's fine-tuning runs (see
+# keras_bert.core.wiring).
 wiring.provide("task_face", "keras_bert.tasks.keras_face")
 wiring.provide("task_export", "keras_bert.export.models")
+wiring.provide("finetuning_runs", "keras_bert.tasks.finetuning.run_directory")
 
 
 _registration_pending = False

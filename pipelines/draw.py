@@ -94,12 +94,11 @@ def _check_text(args) -> None:
     check_max_seq_length(args)
 
 
-def _finetuned_encoder(path):
-    """The encoder of a fine-tuned run directory's model."""
+def _finetuned_encoder(artifact):
+    """The encoder of an opened fine-tuned run directory's model."""
     from keras_bert.model.encoder import BertEncoder
-    from keras_bert.tasks.finetuning import load_finetuned
 
-    run = load_finetuned(path)
+    run = artifact.finetuned()
     encoder = getattr(run.model, "encoder", None)
     if not isinstance(encoder, BertEncoder):
         encoder = next(layer for layer in run.model.layers if isinstance(layer, BertEncoder))
@@ -128,7 +127,7 @@ def run_attention(args) -> int:
                              finetuning_runs=True)
     max_seq_length = args.max_seq_length or resolved.config.max_position_embeddings
     tokenizer, lower_case = resolved.tokenizer(), resolved.lower_case
-    encoder = (_finetuned_encoder(model) if resolved.finetuning_run
+    encoder = (_finetuned_encoder(resolved) if resolved.kind == "finetuning_run"
                else load_encoder(model, output_attentions=True))
 
     maps = attention_maps(encoder, tokenizer, args.text, pair=args.pair,

@@ -14,8 +14,9 @@ import warnings
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.checkpoints import FINETUNE_CONFIG, FINETUNED_MODEL
 from keras_bert.model.config import BertConfig
-from keras_bert.tasks.finetuning import CONFIG_FILE, MODEL_FILE, FinetuneOptions
+from keras_bert.tasks.finetuning import FinetuneOptions
 from keras_bert.tasks.registry import get_task
 from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
 
@@ -75,13 +76,13 @@ def finetuned_run(vocab, seq, directory, task_name, encoder, task_config, **opti
     task.restore(task_config)
     model = task.build_model(encoder)
     os.makedirs(directory)
-    model.save(os.path.join(directory, MODEL_FILE))
+    model.save(os.path.join(directory, FINETUNED_MODEL))
     shutil.copyfile(vocab, os.path.join(directory, "vocab.txt"))
     record = {"task": task_name, "task_config": task_config,
               "options": dataclasses.asdict(FinetuneOptions(max_seq_length=seq, **options)),
               "learning_rate": 2e-5, "seed": 1, "checkpoint": None, "preset": "tiny",
               "lower_case": False, "history": []}
-    with open(os.path.join(directory, CONFIG_FILE), "w") as f:
+    with open(os.path.join(directory, FINETUNE_CONFIG), "w") as f:
         json.dump(record, f)
     return model
 

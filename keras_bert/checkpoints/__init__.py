@@ -21,22 +21,23 @@ names and shapes.
   training checkpoints (`RUN/checkpoints/ckpt-STEP`).
 - `training_runs`: a `keras-bert pretrain` run directory read back (its run_config.json,
   its newest training checkpoint).
-- `finetuning_runs`: a `keras-bert finetune` run directory read back: its file names,
-  `is_finetuning_run` (the one answer to "is this a fine-tuning run?"), its record and
-  its encoder's config, read without its weights.
+- `finetuning_runs`: a `keras-bert finetune` run directory read back: its file names
+  (`FINETUNE_CONFIG`, `FINETUNED_MODEL`: their one owner), whether a path is one (asked
+  by the opener only), its record and its encoder's config, read without its weights.
 - `vocab`: `checkpoint_vocab`, the one rule for finding the vocab of a checkpoint or
   run directory; its casing; and the check that a vocab fits it.
-- `loading`: format detection and the entry points `read_config`, `load_encoder`,
-  `load_pretrainer`; `describe_export`, what an export given as a checkpoint is.
-- `resolver`: `resolve_checkpoint`, the one resolver of a checkpoint path (any kind above,
-  or a fine-tuning run directory) -> its config (before any weights load), vocab file,
-  casing and tokenizer, as a `ResolvedCheckpoint`.
+- `loading`: format detection (`detect_format`) and the entry points `read_config`,
+  `load_encoder`, `load_pretrainer`; `describe_export`, what an export given as a
+  checkpoint is.
+- `opener`: `open_artifact`, the one opener of an artifact by path or name (any kind
+  above, a keras-hub task preset, a fine-tuning run directory, a `.keras` file) -> an
+  `Artifact`: what it is (`kind`), its config (before any weights load), vocab file,
+  casing, labels, tokenizer and `load()`. Nothing else asks what kind a path is.
 """
 
 from keras_bert.checkpoints.finetuning_runs import (
     FINETUNE_CONFIG,
     FINETUNED_MODEL,
-    is_finetuning_run,
     read_finetuning_record,
 )
 from keras_bert.checkpoints.google import GOOGLE_CKPT, GOOGLE_CONFIG, save_google_checkpoint
@@ -51,8 +52,8 @@ from keras_bert.checkpoints.loading import (
 from keras_bert.checkpoints.model_garden import MODEL_GARDEN_PARAMS
 from keras_bert.checkpoints.names import encoder_slots, google_to_hf_name, pretrainer_head_slots
 from keras_bert.checkpoints.native import KERAS_BERT_CONFIG, KERAS_BERT_WEIGHTS, save_encoder
+from keras_bert.checkpoints.opener import KINDS, Artifact, open_artifact
 from keras_bert.checkpoints.remote import resolve_checkpoint_name
-from keras_bert.checkpoints.resolver import ResolvedCheckpoint, resolve_checkpoint
 from keras_bert.checkpoints.vocab import (
     check_vocab_matches,
     checkpoint_lower_case,
@@ -62,10 +63,10 @@ from keras_bert.core.errors import CheckpointError
 
 __all__ = [
     "FINETUNED_MODEL", "FINETUNE_CONFIG", "GOOGLE_CKPT", "GOOGLE_CONFIG", "KERAS_BERT_CONFIG",
-    "KERAS_BERT_WEIGHTS", "MODEL_GARDEN_PARAMS", "CheckpointError", "ResolvedCheckpoint",
+    "KERAS_BERT_WEIGHTS", "KINDS", "MODEL_GARDEN_PARAMS", "Artifact", "CheckpointError",
     "check_vocab_matches", "checkpoint_lower_case", "checkpoint_vocab", "describe_export",
-    "encoder_slots", "google_to_hf_name", "is_finetuning_run", "load_encoder",
-    "load_keras_hub_classifier", "load_pretrainer", "pretrainer_head_slots", "read_config",
-    "read_finetuning_record", "resolve_checkpoint", "resolve_checkpoint_name", "save_encoder", "save_google_checkpoint",
-    "save_keras_hub_preset",
+    "encoder_slots", "google_to_hf_name", "load_encoder", "load_keras_hub_classifier",
+    "load_pretrainer", "open_artifact", "pretrainer_head_slots", "read_config",
+    "read_finetuning_record", "resolve_checkpoint_name", "save_encoder",
+    "save_google_checkpoint", "save_keras_hub_preset",
 ]

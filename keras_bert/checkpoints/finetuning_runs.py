@@ -1,9 +1,9 @@
 """Reading a `keras-bert finetune` run directory back as a checkpoint: its file names
-(`FINETUNE_CONFIG`, `FINETUNED_MODEL`), whether a path is one (`is_finetuning_run`, the
-one answer every command gives), its record (`read_finetuning_record`) and its encoder's
-config, read from the model file without its weights. The tasks stage writes and loads
-these runs (`keras_bert.tasks.finetuning.run_directory`) under the same names; this
-module only reads their files, so that `resolve_checkpoint` takes a run like any other
+(`FINETUNE_CONFIG`, `FINETUNED_MODEL`: their one owner, which the tasks stage writes
+and loads runs with), whether a path is one (`is_finetuning_run`, asked by the opener,
+`open_artifact`, for every command), its record (`read_finetuning_record`) and its
+encoder's config, read from the model file (or any `.keras` file) without its weights.
+This module only reads a run's files, so that `open_artifact` takes a run like any other
 checkpoint.
 """
 
@@ -124,13 +124,24 @@ def finetuned_encoder_config(path: str | os.PathLike) -> BertConfig:
     """
     model_path = os.path.join(os.fspath(path), FINETUNED_MODEL)
     check_keras_archive(model_path)
-    with unreadable(model_path), zipfile.ZipFile(model_path) as archive:
-        model_config = json.loads(archive.read(_ARCHIVE_CONFIG))
-    found = _encoder_config(model_config)
+    found = keras_archive_encoder_config(model_path)
     if found is None:
         raise CheckpointError(f"{model_path} holds no {_ENCODER_CLASS} (not the model of a "
                               "`keras-bert finetune` run); re-run `keras-bert finetune`.")
-    return BertConfig.from_dict(found)
+    return found
+
+
+def keras_archive_encoder_config(model_path: str | os.PathLike) -> BertConfig | None:
+    """The `BertConfig` of the first `BertEncoder` in a `.keras` archive's model config
+    (None when it holds none), read without loading any weights.
+
+    Raises:
+        CheckpointError: the file is not a readable zip archive.
+    """
+    with unreadable(os.fspath(model_path)), zipfile.ZipFile(model_path) as archive:
+        model_config = json.loads(archive.read(_ARCHIVE_CONFIG))
+    found = _encoder_config(model_config)
+    return None if found is None else BertConfig.from_dict(found)
 
 
 def _encoder_config(node) -> dict | None:

@@ -52,9 +52,29 @@ from keras_bert.model.encoder import BertEncoder
 MODEL_CARD = "keras_bert.json"
 
 
-def _detect(path: str) -> tuple[str, str]:
-    """Returns (format, resolved path) for a checkpoint path or name (`hf://ORG/NAME`, a
-    Google release name: fetched or found in the cache first); raises with guidance."""
+class NoCheckpointError(InputNotFoundError):
+    """A directory that holds no checkpoint: `empty`, or an export (`export`: what
+    `describe_export` says of it), or neither (another directory); the message says so.
+    A caller with its own advice for such a directory (`keras-bert export`) reads these."""
+
+    def __init__(self, message: str, path: str, empty: bool = False,
+                 export: tuple[str, str] | None = None):
+        super().__init__(message)
+        self.path, self.empty, self.export = path, empty, export
+
+
+def detect_format(path: str | os.PathLike) -> tuple[str, str]:
+    """(format, resolved path) of a checkpoint path or name (`hf://ORG/NAME`, a Google
+    release name: fetched or found in the cache first): "keras_bert", "keras_hub", "hf",
+    "google", "tf2" or "training" (a `keras-bert pretrain` training checkpoint, the
+    resolved path its prefix). Raises with guidance (`NoCheckpointError` for a directory
+    that holds none).
+
+    >>> detect_format("/nonexistent/bert")
+    Traceback (most recent call last):
+    ...
+    keras_bert.core.errors.InputNotFoundError: No checkpoint at '/nonexistent/bert': it does not exist (give a checkpoint directory or a Google checkpoint prefix).
+    """
     path = resolve_checkpoint_name(os.fspath(path))
     if os.path.isdir(path):
         if os.path.isfile(os.path.join(path, KERAS_BERT_CONFIG)):
@@ -70,17 +90,17 @@ def _detect(path: str) -> tuple[str, str]:
         export = describe_export(path)
         if export:
             what, came_from = export
-            raise InputNotFoundError(
+            raise NoCheckpointError(
                 f"{path!r} is {what}, not a checkpoint: an export cannot be read back as a "
                 "model; give the checkpoint or fine-tuning run directory it was exported "
-                f"from{came_from}.")
-        raise InputNotFoundError(
+                f"from{came_from}.", path, export=export)
+        raise NoCheckpointError(
             f"{path!r} {'is empty: it holds' if not found else 'holds'} no BERT checkpoint: "
             f"expected {KERAS_BERT_CONFIG} (keras_bert), config.json + model.safetensors "
             f"(Hugging Face), config.json + model.weights.h5 (a keras-hub preset), "
             f"{GOOGLE_CONFIG} + {GOOGLE_CKPT}.index (Google TF1 or tf-models-official "
             "TF2), or a `keras-bert pretrain` run directory"
-            + (f". Found: {found[:20]}" if found else "."))
+            + (f". Found: {found[:20]}" if found else "."), path, empty=not found)
     if os.path.isfile(path + ".index"):
         return _prefix_format(path), path
     if os.path.isfile(path):
@@ -213,7 +233,11 @@ def read_config(path: str | os.PathLike) -> BertConfig:
     >>> read_config("uncased_L-12_H-768_A-12").hidden_size  # doctest: +SKIP
     768
     """
-    fmt, resolved = _detect(path)
+    return format_config(*detect_format(path))
+
+
+def format_config(fmt: str, resolved: str) -> BertConfig:
+    """The `BertConfig` of a checkpoint whose format and path `detect_format` gave."""
     if fmt == "keras_bert":
         return native_config(resolved)
     if fmt == "hf":
@@ -239,7 +263,7 @@ def config_file(path: str | os.PathLike) -> str | None:
     >>> config_file("uncased_L-12_H-768_A-12")  # doctest: +SKIP
     '.../uncased_L-12_H-768_A-12/bert_config.json'
     """
-    fmt, resolved = _detect(path)
+    fmt, resolved = detect_format(path)
     if fmt == "keras_bert":
         return os.path.join(resolved, KERAS_BERT_CONFIG)
     if fmt in ("hf", "keras_hub"):
@@ -289,7 +313,7 @@ def load_encoder(path: str | os.PathLike, output_attentions: bool = False,
 
     >>> encoder = load_encoder("uncased_L-12_H-768_A-12")  # doctest: +SKIP
     """
-    fmt, resolved = _detect(path)
+    fmt, resolved = detect_format(path)
     if fmt == "keras_bert":
         return load_native_encoder(resolved, output_attentions=output_attentions, dtype=dtype)
     if fmt == "tf2":
@@ -316,7 +340,7 @@ def load_pretrainer(path: str | os.PathLike, dtype=None):
     without an MLM head is an error."""
     from keras_bert.model.models import BertPretrainer
 
-    fmt, resolved = _detect(path)
+    fmt, resolved = detect_format(path)
     if fmt == "training":
         return load_training_pretrainer(resolved, dtype=dtype)
     if fmt in ("keras_bert", "tf2", "keras_hub"):

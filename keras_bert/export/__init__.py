@@ -53,7 +53,6 @@ _EXPORTS = {
     "DEFAULT_SEQ_LENGTH": "keras_bert.export.source",
     "KINDS": "keras_bert.export.source",
     "ExportSource": "keras_bert.export.source",
-    "is_finetuned_dir": "keras_bert.export.source",
     "load_export_source": "keras_bert.export.source",
     "claim_version": "keras_bert.export.versions",
     "next_version": "keras_bert.export.versions",

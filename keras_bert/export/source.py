@@ -1,8 +1,8 @@
 """What an export is made of: the model at its precision, its tokenizer and settings.
 
-`load_export_source` reads a fine-tuned run directory or an encoder checkpoint into an
-`ExportSource`, checking the precision, the vocabulary and the sequence length before
-any weights load. Every export format (the SavedModel, and the formats that sit beside
+`load_export_source` opens a fine-tuned run directory or an encoder checkpoint
+(`keras_bert.checkpoints.open_artifact`, which says what it is) into an `ExportSource`,
+checking the precision, the vocabulary and the sequence length before any weights load. Every export format (the SavedModel, and the formats that sit beside
 it) starts from one.
 """
 
@@ -14,15 +14,12 @@ import os
 import keras
 
 from keras_bert.checkpoints import (
+    Artifact,
     check_vocab_matches,
-    checkpoint_vocab,
-    describe_export,
-    load_encoder,
-    load_keras_hub_classifier,
-    resolve_checkpoint,
+    open_artifact,
     resolve_checkpoint_name,
 )
-from keras_bert.checkpoints.keras_hub import read_keras_hub_task
+from keras_bert.checkpoints.loading import NoCheckpointError
 from keras_bert.core.errors import ArgumentError, InputNotFoundError
 from keras_bert.core.precision import check_precision
 from keras_bert.model.config import BertConfig
@@ -92,14 +89,6 @@ class ExportSource:
         return self.encoder.config
 
 
-def is_finetuned_dir(path: str | os.PathLike) -> bool:
-    """Whether `path` is a run directory written by `keras-bert finetune` (its
-    finetune_config.json is there; its model.keras may have been lost)."""
-    from keras_bert.tasks.finetuning.run_directory import is_run_directory
-
-    return is_run_directory(os.fspath(path))
-
-
 def load_export_source(checkpoint: str | os.PathLike, precision: str = "float32",
                        max_seq_length: int | None = None, vocab_file: str | None = None,
                        lower_case: bool | None = None) -> ExportSource:
@@ -127,66 +116,57 @@ def load_export_source(checkpoint: str | os.PathLike, precision: str = "float32"
     checkpoint = resolve_checkpoint_name(os.fspath(checkpoint))
     if not os.path.exists(checkpoint) and not os.path.isfile(checkpoint + ".index"):
         raise InputNotFoundError(f"checkpoint {checkpoint!r} does not exist.")
-    if is_finetuned_dir(checkpoint):
+    try:  # config, vocab (the one rule), casing: read before the weights load
+        artifact = open_artifact(checkpoint, vocab_file, lower_case)
+    except NoCheckpointError as e:  # an empty directory, or an export
+        raise _not_exportable(e) from None
+    if artifact.kind == "finetuning_run":
         if vocab_file is not None:
-            _check_run_vocab(checkpoint, vocab_file)
-        return _finetuned_source(checkpoint, precision, max_seq_length)
-    _check_not_empty_or_an_export(checkpoint)
-    # Checked before the weights load: config, vocab (the one rule), casing, length.
-    resolved = resolve_checkpoint(checkpoint, vocab_file, lower_case)
-    resolved.check_vocab()
-    task = read_keras_hub_task(checkpoint)  # a keras-hub task preset: its classifier
+            _check_run_vocab(artifact, vocab_file)
+        return _finetuned_source(artifact, precision, max_seq_length)
+    artifact.check_vocab()
+    task = artifact.hub_task  # a keras-hub task preset: its classifier
     seq = _seq_length(max_seq_length or (task and task.sequence_length) or DEFAULT_SEQ_LENGTH,
-                      resolved.config, explicit=max_seq_length is not None)
+                      artifact.config, explicit=max_seq_length is not None)
+    model = artifact.load(dtype=_policy(precision))
     if task is None:
-        model = load_encoder(checkpoint, dtype=_policy(precision))
         serving = EncoderServing()
     else:  # keras-hub's classifier has no label names: its classes are their indices
-        model = load_keras_hub_classifier(checkpoint, dtype=_policy(precision))
-        serving = serving_for(model, tuple(str(i) for i in range(task.num_classes)))
-    return ExportSource(model, serving, resolved.tokenizer(),
-                        without_byte_order_mark(resolved.vocab_file), seq, source=checkpoint)
+        serving = serving_for(model, artifact.labels)
+    return ExportSource(model, serving, artifact.tokenizer(),
+                        without_byte_order_mark(artifact.vocab_file), seq, source=checkpoint)
 
 
-def _check_not_empty_or_an_export(path: str) -> None:
-    """Names an empty directory, and an export given as the checkpoint to export."""
-    if not os.path.isdir(path):
-        return
-    if not os.listdir(path):
-        raise InputNotFoundError(
-            f"{path!r} is empty; give a fine-tuning run directory (`keras-bert finetune`'s "
+def _not_exportable(e: NoCheckpointError) -> Exception:
+    """An empty directory, and an export given as the checkpoint to export, named with
+    what to give instead."""
+    if e.empty:
+        return InputNotFoundError(
+            f"{e.path!r} is empty; give a fine-tuning run directory (`keras-bert finetune`'s "
             "output_dir) or an encoder checkpoint (a keras_bert, Hugging Face, Google TF1 "
             "or tf-models-official checkpoint, or a `keras-bert pretrain` run directory).")
-    export = describe_export(path)
-    if export is not None:
-        what, came_from = export
-        raise InputNotFoundError(
-            f"{path!r} is {what}; an export cannot be re-exported: give the fine-tuning run "
+    if e.export is not None:
+        what, came_from = e.export
+        return InputNotFoundError(
+            f"{e.path!r} is {what}; an export cannot be re-exported: give the fine-tuning run "
             f"directory it came from{came_from}.")
+    return e
 
 
-def _check_run_vocab(path: str, vocab_file: str | os.PathLike) -> None:
+def _check_run_vocab(run: Artifact, vocab_file: str | os.PathLike) -> None:
     """A vocab given with a fine-tuned run must be the run's own (a copy will do): the
     run is exported with its own vocab.txt, and another vocab would not be used."""
-    own = checkpoint_vocab(path)
-    if own is not None:  # else `load_finetuned` names what the run lacks
-        check_vocab_matches(vocab_file, len(load_vocab(own)),
-                            f"the fine-tuning run {path!r}", checkpoint=path, exact=True)
+    check_vocab_matches(vocab_file, len(load_vocab(run.own_vocab)),
+                        f"the fine-tuning run {run.path!r}", checkpoint=run.path, exact=True)
 
 
-def _finetuned_source(path: str, precision: str, max_seq_length: int | None) -> ExportSource:
-    from keras_bert.tasks.finetuning import MODEL_FILE, load_finetuned
-
-    model_file = os.path.join(path, MODEL_FILE)
-    if not os.path.isfile(model_file):
-        # Named here: read as an encoder checkpoint, the directory would get a list of
-        # encoder checkpoint files instead.
-        raise InputNotFoundError(f"{path!r} is a fine-tuning run directory without its "
-                                 f"model file: {model_file!r} is missing; copy it there "
-                                 "again, or re-run `keras-bert finetune`.")
-    run = load_finetuned(path)
-    task, settings = run.task, run.settings
-    model = run.model if precision == "float32" else with_dtype_policy(run.model, _policy(precision))
+def _finetuned_source(run: Artifact, precision: str, max_seq_length: int | None
+                      ) -> ExportSource:
+    path = run.path
+    finetuned = run.finetuned()
+    task, settings = finetuned.task, finetuned.settings
+    model = finetuned.model if precision == "float32" else with_dtype_policy(
+        finetuned.model, _policy(precision))
     serving = task.serving(settings)
     if serving is None:
         raise ArgumentError(f"{path!r} is a {task.name} ({task.family}) model, which has no "
@@ -195,9 +175,9 @@ def _finetuned_source(path: str, precision: str, max_seq_length: int | None) -> 
     seq = _seq_length(max_seq_length or settings.max_seq_length, model.encoder.config,
                       explicit=max_seq_length is not None)
     serving.check_seq_length(seq)
-    return ExportSource(model, serving, run.tokenizer,
-                        without_byte_order_mark(checkpoint_vocab(path)), seq,
-                        source=path, task=task.name)
+    return ExportSource(model, serving, finetuned.tokenizer,
+                        without_byte_order_mark(run.own_vocab), seq, source=path,
+                        task=task.name)
 
 
 def _policy(precision: str):

@@ -33,11 +33,10 @@ import math
 import os
 from collections.abc import Sequence
 
-import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_bert.core.errors import ArgumentError, InputNotFoundError
+from keras_bert.core.errors import ArgumentError
 from keras_bert.tasks.base import FeatureSettings, Task, feature_dataset
 from keras_bert.tasks.finetuning.scoring import predict_split
 from keras_bert.tasks.registry import get_task
@@ -332,33 +331,26 @@ def _opened(cls, source, *, num_classes: int | None = None,
     preset, a pretraining run), a `keras-bert finetune` run directory (its head,
     labels, casing and sequence length) or a saved `.keras` file; see
     `BertTask.from_preset`."""
+    from keras_bert.checkpoints.opener import open_artifact
+
     source = os.fspath(source)
-    if source.endswith(".keras"):
-        if not os.path.isfile(source):
-            raise InputNotFoundError(f"no .keras file at {source!r}.")
-        model = keras.saving.load_model(source)
-        return _checked(cls, model, source)
-    from keras_bert.checkpoints.finetuning_runs import is_finetuning_run
-
-    if os.path.isdir(source) and is_finetuning_run(source):
-        return _from_run(cls, source, sequence_length)
-    from keras_bert.checkpoints import load_encoder
-    from keras_bert.checkpoints.resolver import resolve_checkpoint
-
-    resolved = resolve_checkpoint(source, vocab_file=vocab_file, lower_case=lower_case)
-    resolved.check_vocab()
-    hub_task = _keras_hub_classifier_task(cls, source, num_classes, label_names)
+    artifact = open_artifact(source, vocab_file=vocab_file, lower_case=lower_case,
+                             keras_files=True)
+    if artifact.kind == "keras_file":
+        return _checked(cls, artifact.load(), source)
+    if artifact.kind == "finetuning_run":
+        return _from_run(cls, artifact, sequence_length)
+    artifact.check_vocab()
+    hub_task = _keras_hub_classifier_task(cls, artifact, num_classes, label_names)
     if hub_task is not None:  # a keras-hub BertTextClassifier preset keeps its head
-        from keras_bert.checkpoints.keras_hub import load_keras_hub_classifier
-
-        model = load_keras_hub_classifier(source)
+        model = artifact.load()
         length = sequence_length or hub_task.sequence_length or 512
-        labels = label_names or [str(i) for i in range(hub_task.num_classes)]
+        labels = label_names or list(artifact.labels)
         model.preprocessor = TextPreprocessor(classification_task(labels, len(labels)),
-                                              resolved.tokenizer(),
+                                              artifact.tokenizer(),
                                               FeatureSettings(max_seq_length=length))
         return model
-    encoder = load_encoder(source)
+    encoder = artifact.load_encoder()
     length = sequence_length or min(512, encoder.config.max_position_embeddings)
     if length > encoder.config.max_position_embeddings:
         raise ArgumentError(f"sequence_length {length} exceeds the model's "
@@ -369,26 +361,23 @@ def _opened(cls, source, *, num_classes: int | None = None,
     if not isinstance(model, cls):
         raise ArgumentError(f"task {the_task.name!r} builds a {type(model).__name__}, not "
                             f"a {cls.__name__}.", field="task")
-    model.preprocessor = TextPreprocessor(the_task, resolved.tokenizer(),
+    model.preprocessor = TextPreprocessor(the_task, artifact.tokenizer(),
                                           FeatureSettings(max_seq_length=length))
     return model
 
 
-def _keras_hub_classifier_task(cls, source, num_classes, label_names):
+def _keras_hub_classifier_task(cls, artifact, num_classes, label_names):
     """The task of a keras-hub `BertTextClassifier` preset opened as a `BertClassifier`
     (None for anything else); the classes asked for must be its own."""
-    if cls.__name__ != "BertClassifier" or not os.path.isdir(source):
+    if cls.__name__ != "BertClassifier" or artifact.kind != "keras_hub_task":
         return None
-    from keras_bert.checkpoints.keras_hub import is_keras_hub_preset, read_keras_hub_task
-
-    hub_task = read_keras_hub_task(source) if is_keras_hub_preset(source) else None
-    if hub_task is None:
-        return None
+    hub_task = artifact.hub_task
     asked = len(label_names) if label_names is not None else num_classes
     if asked is not None and asked != hub_task.num_classes:
-        raise ArgumentError(f"{source!r} is a keras-hub classifier of {hub_task.num_classes} "
-                            f"classes, not {asked}; leave num_classes out to keep its head, "
-                            "or load its backbone alone (load_encoder).", field="num_classes")
+        raise ArgumentError(f"{artifact.path!r} is a keras-hub classifier of "
+                            f"{hub_task.num_classes} classes, not {asked}; leave num_classes "
+                            "out to keep its head, or load its backbone alone "
+                            "(load_encoder).", field="num_classes")
     return hub_task
 
 
@@ -417,10 +406,9 @@ def _new_task(cls, name, num_classes, label_names):
                         "it.", field="cls")
 
 
-def _from_run(cls, path, sequence_length):
-    from keras_bert.tasks.finetuning.run_directory import load_finetuned
-
-    run = load_finetuned(path)
+def _from_run(cls, artifact, sequence_length):
+    path = artifact.path
+    run = artifact.finetuned()
     settings = run.settings
     if sequence_length is not None and sequence_length != settings.max_seq_length:
         settings = dataclasses.replace(settings, max_seq_length=sequence_length)

@@ -10,11 +10,11 @@ import os
 import tensorflow as tf
 
 from keras_bert.checkpoints import (
+    Artifact,
     CheckpointError,
-    ResolvedCheckpoint,
     load_encoder,
     load_pretrainer,
-    resolve_checkpoint,
+    open_artifact,
 )
 from keras_bert.core import errors
 from keras_bert.core.errors import ArgumentError, InputNotFoundError, MismatchError, UserInputError
@@ -70,11 +70,11 @@ def _describe_config(config: BertConfig | str | None) -> str:
     return f"config {os.fspath(config or 'base')}"
 
 
-def _resolve_init_checkpoint(init_checkpoint: str) -> ResolvedCheckpoint:
+def _resolve_init_checkpoint(init_checkpoint: str) -> Artifact:
     """The init checkpoint's config and its own vocab (None where none came with it); a
     fine-tuning run directory is not a pretraining checkpoint."""
     try:
-        return resolve_checkpoint(init_checkpoint, require_vocab=False, finetuning_runs=False)
+        return open_artifact(init_checkpoint, require_vocab=False, finetuning_runs=False)
     except FileNotFoundError as e:
         if isinstance(e, UserInputError):
             raise
@@ -94,7 +94,7 @@ def _check_config_matches_checkpoint(config: BertConfig, checkpoint_config: Bert
 
 def resolve_model_config(config: BertConfig | str | None, init_checkpoint: str | None,
                          vocab_file: str | None = None
-                         ) -> tuple[BertConfig, str, ResolvedCheckpoint | None]:
+                         ) -> tuple[BertConfig, str, Artifact | None]:
     """The config a run trains, how messages name its source, and the resolved
     `init_checkpoint` (its own vocab among what it gives; None without one): `config`
     (see `resolve_config`), else the `init_checkpoint`'s, else "base"; `config` and

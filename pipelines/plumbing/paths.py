@@ -37,7 +37,7 @@ def require_directory(path: str, what: str) -> str:
 
 def resolve_model(model: str, vocab_file: str | None, do_lower_case: bool | None,
                   max_seq_length: int | None, *, finetuning_runs: bool):
-    """The checkpoint --model names, resolved (`resolve_checkpoint`) with --vocab_file
+    """The checkpoint --model names, opened (`open_artifact`) with --vocab_file
     and --do_lower_case and checked before any weights load: its vocab is a file that
     fits the model (a fine-tuning run's, with `finetuning_runs`, by its size only) and
     --max_seq_length, when given, fits its positions.
@@ -49,13 +49,13 @@ def resolve_model(model: str, vocab_file: str | None, do_lower_case: bool | None
     ...
     keras_bert.core.errors.InputNotFoundError: No checkpoint at '/nonexistent/model': it does not exist (give a checkpoint directory or a Google checkpoint prefix).
     """
-    from keras_bert.checkpoints import resolve_checkpoint
+    from keras_bert.checkpoints import open_artifact
 
-    resolved = resolve_checkpoint(model, vocab_file, do_lower_case, owner=f"the model {model!r}",
-                                  vocab_remedy="pass --vocab_file",
-                                  finetuning_runs=finetuning_runs)
+    resolved = open_artifact(model, vocab_file, do_lower_case, owner=f"the model {model!r}",
+                             vocab_remedy="pass --vocab_file",
+                             finetuning_runs=finetuning_runs)
     require_file(resolved.vocab_file, "--vocab_file")
-    resolved.check_vocab(against_own=not resolved.finetuning_run)
+    resolved.check_vocab(against_own=resolved.kind != "finetuning_run")
     positions = resolved.config.max_position_embeddings
     if max_seq_length is not None and max_seq_length > positions:
         raise ArgumentError(f"--max_seq_length {max_seq_length} is longer than the model's "

@@ -16,7 +16,7 @@ from cli_support import one_line_error
 from conftest import minilm_path
 
 from keras_bert import BertConfig, BertEncoder
-from keras_bert.checkpoints import load_encoder, read_config, resolve_checkpoint
+from keras_bert.checkpoints import load_encoder, open_artifact, read_config
 from keras_bert.checkpoints.keras_hub_writing import save_keras_hub_preset
 from keras_bert.checkpoints.names import encoder_slots, google_to_hf_name
 from keras_bert.cli import main
@@ -212,7 +212,7 @@ def test_a_checkpoints_own_vocab_of_another_size_blames_the_checkpoint(tmp_path,
     model = tmp_path / "m"
     _hf_checkpoint(model)
     _write_vocab(model / "vocab.txt", TOKENS + ["extra"])
-    resolved = resolve_checkpoint(model)
+    resolved = open_artifact(model)
     with pytest.raises(VocabMismatchError) as error:
         resolved.check_vocab()
     message = str(error.value)
@@ -230,7 +230,7 @@ def test_a_given_vocab_of_another_size_still_blames_vocab_file(tmp_path, capsys)
     _hf_checkpoint(model)
     _write_vocab(tmp_path / "other.txt", TOKENS + ["extra"])
     with pytest.raises(VocabMismatchError) as error:
-        resolve_checkpoint(model, tmp_path / "other.txt").check_vocab()
+        open_artifact(model, tmp_path / "other.txt").check_vocab()
     assert error.value.field == "vocab_file"
     one_line_error(["encode", "w1", "--model", str(model), "--vocab_file",
                      str(tmp_path / "other.txt")], capsys, "--vocab_file", "other.txt")

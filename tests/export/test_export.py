@@ -32,9 +32,8 @@ from export_support import (
 )
 
 from keras_bert import BertEncoder
-from keras_bert.checkpoints import save_encoder
+from keras_bert.checkpoints import FINETUNE_CONFIG, save_encoder
 from keras_bert.cli import main
-from keras_bert.tasks.finetuning import CONFIG_FILE
 from keras_bert.text.packing import pack_inputs
 from keras_bert.text.tokenizer import BertTokenizer
 
@@ -289,10 +288,10 @@ def test_squad2_answer_is_empty_when_the_null_score_wins(exports, tmp_path, caps
     margins = [p.null_odds for p in _squad_reference(model, False, version_2=True)][:2]
     assert abs(margins[0] - margins[1]) > 1e-3, margins
     threshold = sum(margins) / 2
-    with open(run / CONFIG_FILE) as f:
+    with open(run / FINETUNE_CONFIG) as f:
         record = json.load(f)
     record["task_config"]["null_score_diff_threshold"] = threshold
-    with open(run / CONFIG_FILE, "w") as f:
+    with open(run / FINETUNE_CONFIG, "w") as f:
         json.dump(record, f)
     path, card = _export(capsys, run, tmp_path / "out", "squad2", "--nowarmup")
     out = tf.saved_model.load(path).signatures["serve_text"](

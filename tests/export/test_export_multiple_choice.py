@@ -25,8 +25,9 @@ from clean_process import run_clean_process
 from conftest import REPO
 
 from keras_bert import BertConfig, BertEncoder
+from keras_bert.checkpoints import FINETUNE_CONFIG, FINETUNED_MODEL
 from keras_bert.cli import main
-from keras_bert.tasks.finetuning import CONFIG_FILE, MODEL_FILE, FinetuneOptions
+from keras_bert.tasks.finetuning import FinetuneOptions
 from keras_bert.tasks.multiple_choice.task import SwagExample, SwagTask
 from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
 
@@ -76,13 +77,13 @@ def _swag_run(directory):
     head.set_weights([np.random.default_rng(5).normal(0, 40, kernel.shape).astype(np.float32),
                       bias])
     os.makedirs(directory)
-    model.save(os.path.join(directory, MODEL_FILE))
+    model.save(os.path.join(directory, FINETUNED_MODEL))
     shutil.copyfile(VOCAB, os.path.join(directory, "vocab.txt"))
     record = {"task": "swag", "task_config": {"task": "swag"},
               "options": dataclasses.asdict(FinetuneOptions(max_seq_length=SEQ)),
               "learning_rate": 2e-5, "seed": 1, "checkpoint": None, "preset": "tiny",
               "lower_case": False, "history": []}
-    with open(os.path.join(directory, CONFIG_FILE), "w") as f:
+    with open(os.path.join(directory, FINETUNE_CONFIG), "w") as f:
         json.dump(record, f)
     return model
 

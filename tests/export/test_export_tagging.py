@@ -24,8 +24,9 @@ import tensorflow as tf
 from conftest import REPO
 
 from keras_bert import BertConfig, BertEncoder
+from keras_bert.checkpoints import FINETUNE_CONFIG, FINETUNED_MODEL
 from keras_bert.cli import main
-from keras_bert.tasks.finetuning import CONFIG_FILE, MODEL_FILE, FinetuneOptions
+from keras_bert.tasks.finetuning import FinetuneOptions
 from keras_bert.tasks.registry import get_task
 from keras_bert.tasks.tagging.serving import split_words, whitespace_code_points
 from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
@@ -69,13 +70,13 @@ def _finetuned_run(directory, **options):
         size = BertTokenizer(VOCAB, lower_case=False).vocab_size
     model = task.build_model(BertEncoder(_config(size)))
     os.makedirs(directory)
-    model.save(os.path.join(directory, MODEL_FILE))
+    model.save(os.path.join(directory, FINETUNED_MODEL))
     shutil.copyfile(VOCAB, os.path.join(directory, "vocab.txt"))
     record = {"task": "ner", "task_config": task.config(),
               "options": dataclasses.asdict(FinetuneOptions(**options)),
               "learning_rate": 5e-5, "seed": 1, "checkpoint": None, "preset": "tiny",
               "lower_case": False, "history": []}
-    with open(os.path.join(directory, CONFIG_FILE), "w") as f:
+    with open(os.path.join(directory, FINETUNE_CONFIG), "w") as f:
         json.dump(record, f)
 
 

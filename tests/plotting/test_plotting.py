@@ -443,10 +443,10 @@ def test_matplotlib_is_imported_only_to_draw():
 
 
 def test_the_curve_reader_names_the_files_the_runs_write():
+    from keras_bert.checkpoints import finetuning_runs
     from keras_bert.plotting import curves
-    from keras_bert.tasks.finetuning import run_directory as finetuning_run
     from keras_bert.training import run_directory as pretraining_run
 
     assert curves.TRAIN_LOG == pretraining_run.TRAIN_LOG
     assert curves.LOGS_DIR == pretraining_run.LOGS
-    assert curves.FINETUNE_CONFIG == finetuning_run.CONFIG_FILE
+    assert curves.FINETUNE_CONFIG == finetuning_runs.FINETUNE_CONFIG

@@ -13,8 +13,9 @@ import keras
 import pytest
 from conftest import REPO
 
+from keras_bert.checkpoints import FINETUNE_CONFIG
 from keras_bert.cli import main
-from keras_bert.tasks.finetuning import CONFIG_FILE, FinetuneOptions, Finetuning
+from keras_bert.tasks.finetuning import FinetuneOptions, Finetuning
 from keras_bert.tasks.finetuning.run import RunTerminated
 from keras_bert.tasks.finetuning.run_directory import remove_leftovers
 
@@ -86,7 +87,7 @@ def test_rerun_after_kill_9_removes_the_leftovers_and_finishes(tmp_path):
                            timeout=60)
     assert rerun.returncode == 0, rerun.stderr
     assert sorted(os.listdir(parent)) == [other.name, "stsb"]
-    assert os.path.isfile(output_dir / CONFIG_FILE)
+    assert os.path.isfile(output_dir / FINETUNE_CONFIG)
     assert "left by an interrupted run" in rerun.stderr
 
 
@@ -113,20 +114,20 @@ def test_leftovers_of_this_output_only_and_a_replaced_run_put_back(tmp_path):
     # output directory is missing.
     aside = tmp_path / ".stsb.old.tmp-1a2b3c4d" / "previous"
     aside.mkdir(parents=True)
-    (aside / CONFIG_FILE).write_text("{}")
+    (aside / FINETUNE_CONFIG).write_text("{}")
     (tmp_path / ".stsb.tmp-5e6f7a8b").mkdir()
     (tmp_path / ".stsb_logs.tmp-9c0d1e2f").mkdir()
     (tmp_path / ".stsb2.tmp-00000000").mkdir()  # another output's
     removed = remove_leftovers(str(tmp_path / "stsb"))
     assert len(removed) == 3
     assert sorted(os.listdir(tmp_path)) == [".stsb2.tmp-00000000", "stsb"]
-    assert os.listdir(tmp_path / "stsb") == [CONFIG_FILE]
+    assert os.listdir(tmp_path / "stsb") == [FINETUNE_CONFIG]
 
 
 def test_output_holding_a_run_names_overwrite(tmp_path, capsys):
     output_dir = tmp_path / "stsb"
     output_dir.mkdir()
-    (output_dir / CONFIG_FILE).write_text("{}")
+    (output_dir / FINETUNE_CONFIG).write_text("{}")
     code = main(["finetune", "--task", "stsb", "--data_dir", STSB, "--output_dir",
                  str(output_dir), *TINY])
     err = capsys.readouterr().err.strip().splitlines()

@@ -22,9 +22,9 @@ import tensorflow as tf
 from export_support import VOCAB, finetuned_run, rich_tokenizer, tiny_config
 
 from keras_bert import BertEncoder
+from keras_bert.checkpoints import FINETUNED_MODEL
 from keras_bert.cli import main
 from keras_bert.tasks.base import FeatureSettings
-from keras_bert.tasks.finetuning import MODEL_FILE
 from keras_bert.tasks.multiple_choice.task import (
     BLANK_ENDINGS,
     SwagExample,
@@ -117,7 +117,7 @@ def swag(tmp_path_factory):
                           BertEncoder(tiny_config(rich_tokenizer(False).vocab_size)),
                           {"task": "swag"})
     cases = _cases(_aim_head(model))
-    model.save(os.path.join(run, MODEL_FILE))
+    model.save(os.path.join(run, FINETUNED_MODEL))
     names = list(cases)
     rows = [cases[n][0] for n in names]
     blank = np.stack([cases[n][1] for n in names])

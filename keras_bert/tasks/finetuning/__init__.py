@@ -15,13 +15,11 @@ from keras_bert.core.lazy import lazy_exports
 
 # public name -> the module that defines it (loaded on first use).
 _EXPORTS = {
-    "CONFIG_FILE": "keras_bert.tasks.finetuning.run_directory",
     "DEFAULT_LEARNING_RATES": "keras_bert.tasks.finetuning.options",
     "DEFAULT_SEQ_LENGTH": "keras_bert.tasks.finetuning.options",
     "DEFAULT_SEQ_LENGTHS": "keras_bert.tasks.finetuning.options",
     "FEATURE_BASED_LEARNING_RATE": "keras_bert.tasks.finetuning.options",
     "METRICS_FILE": "keras_bert.tasks.finetuning.run_directory",
-    "MODEL_FILE": "keras_bert.tasks.finetuning.run_directory",
     "FinetuneOptions": "keras_bert.tasks.finetuning.options",
     "FinetunedModel": "keras_bert.tasks.finetuning.run_directory",
     "Finetuning": "keras_bert.tasks.finetuning.run",

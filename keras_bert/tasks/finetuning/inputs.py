@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import os
 
-from keras_bert.checkpoints import check_vocab_matches, resolve_checkpoint
+from keras_bert.checkpoints import Artifact, check_vocab_matches, open_artifact
 from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError
 from keras_bert.model.config import PRESETS, BertConfig
 from keras_bert.tasks.base import Task
-from keras_bert.tasks.finetuning.run_directory import read_finetuned
 
 
 class TaskSource:
@@ -47,13 +46,15 @@ class TaskSource:
 
 
 def model_source(checkpoint: str | None, preset: str | None, vocab_file: str | None,
-                 lower_case: bool | None) -> tuple[BertConfig, str, bool]:
-    """(config, vocab file, lower_case) of the model a run starts from: exactly one of
-    a `checkpoint` (its vocab.txt and casing unless given, by `resolve_checkpoint`; a
-    `keras-bert finetune` run directory gives its encoder, for intermediate-task
-    transfer) or a `preset` (random weights; needs `vocab_file`, lower-cases unless told
-    otherwise). The vocab must fit the model's embeddings. Nothing is loaded: a
-    fine-tuning run's record and task are checked here, its model when it is built.
+                 lower_case: bool | None
+                 ) -> tuple[BertConfig, str, bool, Artifact | None]:
+    """(config, vocab file, lower_case, the opened checkpoint) of the model a run starts
+    from: exactly one of a `checkpoint` (opened by `open_artifact`: its vocab.txt and
+    casing unless given; a `keras-bert finetune` run directory gives its encoder, for
+    intermediate-task transfer) or a `preset` (random weights, no artifact; needs
+    `vocab_file`, lower-cases unless told otherwise). The vocab must fit the model's
+    embeddings. Nothing is loaded: a fine-tuning run's record (read once, when it is
+    opened) and task are checked here, its model when it is built.
 
     Example:
 
@@ -65,12 +66,12 @@ def model_source(checkpoint: str | None, preset: str | None, vocab_file: str | N
     if bool(checkpoint) == bool(preset):
         raise ArgumentError("give either a checkpoint or a preset (random weights).",
                             field="checkpoint")
+    artifact = None
     if checkpoint:
-        resolved = resolve_checkpoint(checkpoint, vocab_file, lower_case)
-        if resolved.finetuning_run:
-            read_finetuned(checkpoint)  # its task and options, before any training
-        config, vocab, lower_case, owner = (resolved.config, resolved.vocab_file,
-                                            resolved.lower_case, resolved.owner)
+        artifact = open_artifact(checkpoint, vocab_file, lower_case)
+        artifact.options  # noqa: B018 (a run's task and options, checked before any training)
+        config, vocab, lower_case, owner = (artifact.config, artifact.vocab_file,
+                                            artifact.lower_case, artifact.owner)
     else:
         if preset not in PRESETS:
             raise ArgumentError(f"preset {preset!r} is not one of {sorted(PRESETS)}.",
@@ -85,4 +86,4 @@ def model_source(checkpoint: str | None, preset: str | None, vocab_file: str | N
     if not os.path.isfile(vocab):
         raise InputNotFoundError(f"vocab_file {vocab!r} does not exist.")
     check_vocab_matches(vocab, config.vocab_size, owner, checkpoint=checkpoint)
-    return config, vocab, lower_case
+    return config, vocab, lower_case, artifact

@@ -21,7 +21,7 @@ import warnings
 
 import keras
 
-from keras_bert.checkpoints import load_encoder
+from keras_bert.checkpoints import FINETUNE_CONFIG, FINETUNED_MODEL
 from keras_bert.core import fileio, stopping
 from keras_bert.core.errors import DataError, Terminated
 from keras_bert.core.input_files import check_spares_input
@@ -31,12 +31,8 @@ from keras_bert.tasks.base import Features, Task, feature_dataset, log_truncatio
 from keras_bert.tasks.finetuning.inputs import TaskSource, model_source
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.finetuning.run_directory import (
-    CONFIG_FILE,
     METRICS_FILE,
-    MODEL_FILE,
     check_output_dir,
-    is_run_directory,
-    load_finetuned,
     remove_leftovers,
     temporary_logs,
 )
@@ -167,7 +163,7 @@ class Finetuning:
         remove_leftovers(self.output_dir)
         check_output_dir(self.output_dir, overwrite)
         self.checkpoint, self.preset = checkpoint, preset
-        self.config, self.vocab_file, self.lower_case = model_source(
+        self.config, self.vocab_file, self.lower_case, self.artifact = model_source(
             checkpoint, preset, vocab_file, lower_case)
         self.options = options = options.resolve(self.task, self.config)
         note = bfloat16_cpu_note(options.precision, accelerated=has_accelerator())
@@ -205,16 +201,14 @@ class Finetuning:
     def _build(self, seed: int) -> keras.Model:
         keras.utils.set_random_seed(seed)
         dtype = None if self.options.precision == "float32" else self.options.precision
-        if self.checkpoint and is_run_directory(self.checkpoint):
-            # Intermediate-task transfer (e.g. MNLI, then RTE): the run's encoder, a new head.
-            run = load_finetuned(self.checkpoint)
-            encoder = BertEncoder(self.config, dtype=dtype)
-            encoder.set_weights(run.model.encoder.get_weights())
-            logger.info("Starting from the encoder of the fine-tuned %s run %s; its %s head "
-                        "is replaced by a new %s head.", run.task.name, self.checkpoint,
-                        run.task.name, self.task.name)
-        elif self.checkpoint:
-            encoder = load_encoder(self.checkpoint, dtype=dtype)
+        if self.artifact is not None:
+            # A fine-tuning run gives its encoder, with a new head: intermediate-task
+            # transfer (e.g. MNLI, then RTE).
+            encoder = self.artifact.load_encoder(dtype=dtype)
+            if self.artifact.task is not None:
+                logger.info("Starting from the encoder of the fine-tuned %s run %s; its %s "
+                            "head is replaced by a new %s head.", self.artifact.task.name,
+                            self.checkpoint, self.artifact.task.name, self.task.name)
         else:
             encoder = BertEncoder(self.config, dtype=dtype)
         kwargs = {"feature_based": True} if self.options.feature_based else {}
@@ -320,9 +314,9 @@ class Finetuning:
         model.optimizer = None
 
         def write(directory):
-            model.save(os.path.join(directory, MODEL_FILE))
+            model.save(os.path.join(directory, FINETUNED_MODEL))
             shutil.copyfile(self.vocab_file, os.path.join(directory, VOCAB_FILE))
-            fileio.write_json(os.path.join(directory, CONFIG_FILE), record)
+            fileio.write_json(os.path.join(directory, FINETUNE_CONFIG), record)
             for split in self.dev:
                 self.task.write_predictions(split.examples, results[split.name]["predictions"],
                                             os.path.join(directory,

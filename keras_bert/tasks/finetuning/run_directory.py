@@ -1,5 +1,5 @@
-"""The run directory `Finetuning.run` writes and `load_finetuned` reads back: its file
-names (read in the checkpoints stage, `keras_bert.checkpoints.finetuning_runs`), the
+"""The run directory `Finetuning.run` writes and `load_finetuned` reads back (its file
+names are `keras_bert.checkpoints.finetuning_runs`'s, where the opener reads runs), the
 check that an output directory may receive a run, the clearing of what a killed run left
 beside it, and `FinetunedModel`, the loaded run that `keras-bert evaluate`, `predict`,
 `export` and `attention` start from.
@@ -13,12 +13,11 @@ import os
 
 import keras
 
-# A run directory is a checkpoint too (`resolve_checkpoint`): its file names, whether a
-# path is one and its record are read in the checkpoints stage, and named here as before.
-from keras_bert.checkpoints.finetuning_runs import FINETUNE_CONFIG as CONFIG_FILE
-from keras_bert.checkpoints.finetuning_runs import FINETUNED_MODEL as MODEL_FILE
-from keras_bert.checkpoints.finetuning_runs import check_finetuning_run
-from keras_bert.checkpoints.finetuning_runs import is_finetuning_run as is_run_directory  # noqa: F401 (export asks here)
+from keras_bert.checkpoints.finetuning_runs import (
+    FINETUNE_CONFIG,
+    FINETUNED_MODEL,
+    check_finetuning_run,
+)
 from keras_bert.checkpoints.native import check_keras_archive
 from keras_bert.core import fileio
 from keras_bert.core.errors import MismatchError, OutputError, Setting
@@ -79,7 +78,7 @@ def check_output_dir(output_dir: str, overwrite: bool) -> None:
     fileio.check_writable(output_dir, kind="directory", what="output_dir")
     if os.path.isdir(output_dir) and os.listdir(output_dir) and not overwrite:
         what = "another fine-tuning run" if os.path.isfile(
-            os.path.join(output_dir, CONFIG_FILE)) else "files"
+            os.path.join(output_dir, FINETUNE_CONFIG)) else "files"
         raise OutputError.advising(
             f"output_dir {output_dir!r} already holds {what}; choose a new directory, or "
             "pass ", Setting("overwrite", True), " to replace it once the new run is "
@@ -105,31 +104,30 @@ class FinetunedModel:
         return features
 
 
-def read_finetuned(path: str, task: str | None = None) -> tuple[dict, Task, FinetuneOptions]:
-    """The record, the task (with its saved config) and the options of a run directory
-    written by `Finetuning.run`, checked without loading its model; `task`, when given,
-    must be the task it was trained on.
-
-    Example:
-
-    >>> read_finetuned("/nonexistent/runs/mrpc")
-    Traceback (most recent call last):
-    ...
-    keras_bert.core.errors.InputNotFoundError: '/nonexistent/runs/mrpc' is not a directory; give the output_dir of a fine-tuning run.
-    """
-    record = check_finetuning_run(path)
+def restore_run(path: str, record: dict, task: str | None = None
+                ) -> tuple[Task, FinetuneOptions]:
+    """The task (with its saved config) and the options of the run directory `path`
+    whose record (`check_finetuning_run`) is `record`; `task`, when given, must be the
+    task it was trained on. The opener (`keras_bert.checkpoints.open_artifact`) reads a
+    run's record once and restores its task here (role "finetuning_runs")."""
     if task is not None and task != record["task"]:
         raise MismatchError(f"{path!r} was fine-tuned for {record['task']!r}, not {task!r}.")
     saved = get_task(record["task"])
     saved.restore(record.get("task_config", {}))
-    return record, saved, FinetuneOptions(**record["options"])
+    return saved, FinetuneOptions(**record["options"])
 
 
 def load_finetuned(path: str, task: str | None = None) -> FinetunedModel:
     """Loads a directory written by `Finetuning.run`; `task`, when given, must be the
     task it was trained on."""
-    record, saved, options = read_finetuned(path, task)
-    model_path, vocab_path = os.path.join(path, MODEL_FILE), os.path.join(path, VOCAB_FILE)
+    return load_run(path, check_finetuning_run(path), task)
+
+
+def load_run(path: str, record: dict, task: str | None = None) -> FinetunedModel:
+    """Loads the run directory `path` whose record (`check_finetuning_run`) is `record`
+    (see `load_finetuned`; `Artifact.finetuned` loads an opened run here)."""
+    saved, options = restore_run(path, record, task)
+    model_path, vocab_path = os.path.join(path, FINETUNED_MODEL), os.path.join(path, VOCAB_FILE)
     check_keras_archive(model_path)  # Keras says "File not found" of a truncated one
     # The task models register their Keras classes on import; some task modules import
     # them only when they build a model, so a fresh `keras-bert predict` process of a
