@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from keras_bert.core.errors import ArgumentError
 from keras_bert.metrics import accuracy, ner_span_metrics
 from keras_bert.tasks.base import Task
-from keras_bert.tasks.tagging.task import _TAG, NerExample, NerTask
+from keras_bert.tasks.tagging.task import NerExample, NerTask
 
 TASK_NAME = "tagging"
 
@@ -62,7 +62,7 @@ class TaggingTask(NerTask):
     def entity_tags(self) -> bool:
         """Whether the tags are an entity scheme ("O", B-/I-/E-/S-TYPE): then the
         metrics include conlleval's entity F1."""
-        return self.labels is not None and all(_TAG.fullmatch(t) for t in self.labels)
+        return self.labels is not None and all(NerTask.tag_pattern.fullmatch(t) for t in self.labels)
 
     @property
     def metric_names(self) -> tuple[str, ...]:
