@@ -10,9 +10,8 @@ from export_support import rich_tokenizer
 
 from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError
 from keras_bert.tasks.base import FeatureSettings
-from keras_bert.tasks.glue.classification import TextClassificationTask
 from keras_bert.tasks.glue.table import table_path, write_table
-from keras_bert.tasks.registry import TASK_NAMES, get_task, register_task, task_names
+from keras_bert.tasks.registry import get_task
 from keras_bert.tasks.tagging.generic import TaggingTask
 
 SETTINGS = FeatureSettings(max_seq_length=16)
@@ -21,19 +20,6 @@ SETTINGS = FeatureSettings(max_seq_length=16)
 def _write(path, text):
     path.write_text(text, encoding="utf-8")
     return str(path)
-
-
-def test_registry_names_order_aliases_and_errors():
-    assert TASK_NAMES == ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli",
-                          "squad1", "squad2", "ner", "swag", "classification", "tagging")
-    assert task_names(listed_only=False)[-1] == "library"
-    assert type(get_task("library")) is TextClassificationTask
-    assert get_task("sst2") is not get_task("sst2")  # a fresh task per call
-    with pytest.raises(ArgumentError, match=r"unknown task 'nope'; choose one of cola, .*"
-                                            r"classification, tagging\.$"):
-        get_task("nope")
-    with pytest.raises(ValueError, match="registered twice"):
-        register_task("ner")(lambda name: None)
 
 
 def test_classification_learns_sorted_labels_from_training_tsv(tmp_path):
