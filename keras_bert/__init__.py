@@ -28,8 +28,8 @@ after keras_bert), the task models, the encoder and its layers are registered, s
     import keras, keras_bert
     model = keras.saving.load_model("classifier.keras")
 
-works in a fresh process (`keras_bert.tasks.tagging.task` holds the feature-based
-tagger; `load_finetuned` loads a fine-tuning run directory).
+works in a fresh process (`keras_bert.model.taggers` holds the taggers; `load_finetuned`
+loads a fine-tuning run directory).
 """
 
 from keras_bert.core import wiring
@@ -119,7 +119,7 @@ def _register_keras_classes():
         return
     _registration_pending = False
     import keras_bert.model.models  # noqa: F401
-    import keras_bert.tasks.tagging.models  # noqa: F401
+    import keras_bert.model.taggers  # noqa: F401
     import keras_bert.training.optimization  # noqa: F401
 
 

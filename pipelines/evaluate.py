@@ -3,7 +3,8 @@
 --model is the output directory of `keras-bert finetune`; --data_dir holds the task's
 files in the benchmark's layout (its dev split is read: GLUE dev.tsv, MNLI
 dev_matched.tsv and dev_mismatched.tsv, SQuAD dev-v1.1.json / dev-v2.0.json, CoNLL
-valid.txt, SWAG val.csv). metrics.json in --model is rewritten (atomically) with the
+valid.txt, SWAG val.csv; your own data: classification dev.tsv or dev.csv, tagging
+dev.txt). metrics.json in --model is rewritten (atomically) with the
 new scores; --output_dir writes it, and the dev predictions, elsewhere instead.
 
 Example:

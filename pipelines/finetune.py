@@ -6,6 +6,13 @@ and SWAG (swag). --data_dir holds the task's files as the benchmark distributes 
 (e.g. GLUE's SST-2/ with train.tsv and dev.tsv; SQuAD's train-v1.1.json and
 dev-v1.1.json; CoNLL's train.txt, valid.txt, test.txt; SWAG's train.csv, val.csv).
 
+Your own labelled data: --task classification reads train.tsv (or .csv) and dev.tsv
+(or .csv) with a header naming a `text` column (or `text_a` and `text_b` for pairs)
+and a `label` column (`keras_bert.tasks.glue.table`); --task tagging reads train.txt
+and dev.txt, a word and its tag per line and a blank line between sentences
+(`keras_bert.tasks.tagging.generic`). Their label sets are learnt from the training
+file and saved with the run.
+
 Defaults are the paper's recipe: batch 32, 3 epochs, 10% warmup then linear decay,
 AdamW with weight decay 0.01 (not on LayerNorm and biases), dropout 0.1. The output
 directory receives the fine-tuned model (model.keras, vocab.txt,
@@ -31,6 +38,8 @@ Example:
 
     keras-bert finetune --task mrpc --data_dir glue/MRPC \\
         --checkpoint uncased_L-12_H-768_A-12 --output_dir runs/mrpc --learning_rate 2e-5
+    keras-bert finetune --task classification --data_dir my_reviews \\
+        --checkpoint uncased_L-12_H-768_A-12 --output_dir runs/reviews
 """
 
 from __future__ import annotations

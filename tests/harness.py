@@ -9,6 +9,10 @@ does the rest.
 - `run_model_saving_test`: a `.keras` file gives the same outputs (the saving half).
 - `run_precision_test`: under mixed_bfloat16 the variables stay float32, the compute is
   bfloat16, and the outputs stay near the float32 object's with the same weights.
+- `run_task_contract`: a registered fine-tuning task through the whole `Task` contract
+  (read, features, build, decode, evaluate, serving, config round trip and, unless
+  `full=False`, a training step, a `.keras` reload and a SavedModel export serving
+  text).
 
 A helper module for the tests (not a test file itself).
 """
@@ -284,3 +288,100 @@ def run_precision_test(cls, init_kwargs, input_data, *, call_kwargs=None, refere
         np.testing.assert_allclose(b, a, atol=rtol * scale, rtol=0,
                                    err_msg=f"{name}: mixed_bfloat16 output {i}")
     return mixed
+
+
+# --- the fine-tuning task contract ------------------------------------------------------
+
+def run_task_contract(name, data_dir, tmp_path, *, tokenizer, encoder_config, settings,
+                      full=True, max_examples=8):
+    """Runs the registered task `name` on the tiny data in `data_dir` (its own layout)
+    through every step `keras-bert finetune / evaluate / predict / export` takes.
+
+    Always: read the train and first dev split (and the dev split unlabelled) ->
+    `features` (with labels for training) -> `build_model` -> predict and `decode` (one
+    prediction per dev example) -> `evaluate` (every one of `metric_names`) ->
+    `serving` -> `config()` through JSON restores a fresh `get_task(name)` that decodes
+    the same outputs alike -> `write_predictions`.
+
+    With `full`, also: fit one step (before predicting) -> the model saved as `.keras`
+    in a run directory as `keras-bert finetune` writes it, reloaded, is the same model
+    (same class, config and weights) -> that run exported as a SavedModel (from the
+    reloaded file) whose `serve_text` answers a batch of text.
+    Returns the dev metrics.
+    """
+    import dataclasses
+
+    from keras_bert.model.encoder import BertEncoder
+    from keras_bert.tasks.base import feature_dataset
+    from keras_bert.tasks.registry import get_task
+
+    task = get_task(name)
+    train = task.training_examples(
+        task.read_examples(task.split_path(data_dir, "train")))[:max_examples]
+    dev_path = task.split_path(data_dir, task.dev_splits[0])
+    dev = task.read_examples(dev_path)
+    unlabelled = task.read_examples(dev_path, labelled=False)
+    assert train and dev and len(unlabelled) == len(dev), name
+    features = task.features(train, tokenizer, settings)
+    assert features.labels is not None and len(features) >= len(train), name
+    dev_features = task.features(dev, tokenizer, settings)
+
+    model = task.build_model(BertEncoder(encoder_config))
+    # Eager: tracing the train and predict steps would cost more than one step of each.
+    model.compile(optimizer="sgd", run_eagerly=True)
+    if full:
+        history = model.fit(feature_dataset(features, 4, training=True, seed=0), epochs=1,
+                            steps_per_epoch=1, verbose=0)
+        assert np.isfinite(history.history["loss"][-1]), name
+    outputs = model.predict(feature_dataset(dev_features, 8, with_labels=False), verbose=0)
+    predictions = task.decode(dev, dev_features, outputs, settings)
+    assert len(predictions) == len(dev), name
+    metrics = task.evaluate(dev, predictions)
+    assert set(task.metric_names) <= set(metrics) and task.main_metric in metrics, (
+        name, metrics)
+    serving = task.serving(settings)
+    assert serving is not None and serving.text_inputs, name
+
+    # The saved config restores a fresh task that decodes the same outputs alike.
+    config = json.loads(json.dumps(task.config()))
+    fresh = get_task(config["task"])
+    fresh.restore(config)
+    fresh_dev = fresh.read_examples(dev_path)
+    fresh_features = fresh.features(fresh_dev, tokenizer, settings)
+    assert fresh.decode(fresh_dev, fresh_features, outputs, settings) == predictions, name
+    fresh.write_predictions(unlabelled, predictions, os.path.join(tmp_path, "predictions.out"))
+    if not full:
+        return metrics
+
+    from keras_bert.export import export_saved_model, load_export_source
+    from keras_bert.tasks.finetuning import CONFIG_FILE, MODEL_FILE, FinetuneOptions
+
+    # A run directory as `keras-bert finetune` writes it: reload, then export.
+    run = os.path.join(tmp_path, "run")
+    os.makedirs(run)
+    model.save(os.path.join(run, MODEL_FILE))
+    with open(os.path.join(run, "vocab.txt"), "w", encoding="utf-8") as f:
+        f.writelines(f"{token}\n" for token in tokenizer.vocabulary)
+    options = FinetuneOptions(max_seq_length=settings.max_seq_length,
+                              doc_stride=settings.doc_stride,
+                              max_query_length=settings.max_query_length,
+                              max_answer_length=settings.max_answer_length,
+                              n_best_size=settings.n_best_size)
+    record = {"task": name, "task_config": config, "options": dataclasses.asdict(options),
+              "learning_rate": 2e-5, "seed": 1, "checkpoint": None, "preset": "tiny",
+              "lower_case": tokenizer.lower_case, "history": []}
+    with open(os.path.join(run, CONFIG_FILE), "w") as f:
+        json.dump(record, f)
+    reloaded = keras.models.load_model(os.path.join(run, MODEL_FILE), compile=False)
+    assert type(reloaded) is type(model) and reloaded.get_config() == model.get_config()
+    for ours, theirs in zip(model.get_weights(), reloaded.get_weights(), strict=True):
+        np.testing.assert_array_equal(theirs, ours, err_msg=name)
+
+    version, _ = export_saved_model(load_export_source(run), os.path.join(tmp_path, "out"),
+                                    "model", warmup=False)
+    saved = tf.saved_model.load(version)
+    text = {input_name: tf.constant([["a b c", "d e"]] if rank == 2 else ["a b c d"])
+            for input_name, rank in serving.text_ranks.items()}
+    served = saved.signatures["serve_text"](**text)
+    assert served and all(int(v.shape[0]) == 1 for v in served.values()), (name, served)
+    return metrics

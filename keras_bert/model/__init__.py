@@ -5,6 +5,9 @@
 - `encoder`: `BertEncoder`, the functional encoder with TF Hub input/output names;
 - `models`: the task models on the encoder (pretraining, classification, spans,
   tokens, multiple choice, features);
+- `taggers`: the tagging tasks' models, `BertNerTagger` (fine-tuned) and
+  `BertFeatureBasedTagger` (frozen encoder, its last layers, a BiLSTM), with the loss
+  and masked accuracy that skip unlabelled word pieces;
 - `text_face`: what the task models add for raw text (`from_preset`, `fit`/`predict`
   on strings, `classify`/`answer`/`tag`/`choose`, `export`), implemented by later
   stages and wired in by the package facade;

@@ -1,8 +1,33 @@
-"""Every fine-tuning task by its `--task` name."""
+"""Every fine-tuning task by its `--task` name, registered by the task families.
+
+Each family folder under `keras_bert/tasks/` registers its names in its package
+`__init__.py` with `register_task` on a small factory function that imports the
+family's (TensorFlow-heavy) task module only when called:
+
+    from keras_bert.tasks.registry import register_task
+
+    @register_task("swag", order=40)
+    def swag_task(name):
+        from keras_bert.tasks.multiple_choice.task import SwagTask
+
+        return SwagTask()
+
+The registry finds the families itself (every subpackage of `keras_bert.tasks`, by
+`pkgutil`), so adding a family is adding a folder. A family's `__init__.py` must stay
+light (no TensorFlow, no Keras): the command line reads `TASK_NAMES` for its `--task`
+choices before it loads TensorFlow.
+
+`TASK_NAMES` lists the names by their `order` (then by registration): the nine GLUE
+tasks, squad1, squad2, ner, swag, then your own labelled data, `classification` and
+`tagging`. A name registered with `listed=False` (`library`, what old demo runs saved)
+opens saved runs but is not offered as a choice.
+"""
 
 from __future__ import annotations
 
-import copy
+import importlib
+import pkgutil
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from keras_bert.core.errors import ArgumentError
@@ -10,11 +35,63 @@ from keras_bert.core.errors import ArgumentError
 if TYPE_CHECKING:  # tasks.base loads TensorFlow; the command line reads TASK_NAMES first
     from keras_bert.tasks.base import Task
 
+# The nine GLUE tasks, in the paper's order (Table 1): the registry lists them first.
 GLUE_NAMES = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
-TASK_NAMES = (*GLUE_NAMES, "squad1", "squad2", "ner", "swag")
 # The inputs of the tasks that read long ones in windows (`keras_bert.tasks.windows`)
 # rather than truncate them, as help texts name them.
 WINDOWED_INPUTS = "SQuAD passages and NER sentences"
+
+# name -> (order, registration number, listed, factory)
+_TASKS: dict[str, tuple[float, int, bool, Callable[[str], Task]]] = {}
+_discovered = False
+
+
+def register_task(*names: str, order: float = 100, listed: bool = True):
+    """Registers the decorated `factory(name) -> Task` under each of `names` (a fresh
+    task per call). `order` places the names in `TASK_NAMES` (lower first; ties in
+    registration order); `listed=False` keeps a name out of `TASK_NAMES` (an alias
+    that only opens saved runs). A name registered twice is an error.
+
+    Example:
+
+    >>> @register_task("doctest_echo", listed=False)
+    ... def echo(name):
+    ...     return name
+    >>> get_task("doctest_echo")
+    'doctest_echo'
+    >>> _TASKS.pop("doctest_echo")[2]
+    False
+    """
+    def decorate(factory: Callable[[str], Task]):
+        for name in names:
+            if name in _TASKS:
+                raise ValueError(f"task name {name!r} is registered twice.")
+            _TASKS[name] = (order, len(_TASKS), listed, factory)
+        return factory
+
+    return decorate
+
+
+def _discover() -> None:
+    """Imports every family package under keras_bert/tasks (light `__init__`s), which
+    registers their names."""
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    import keras_bert.tasks
+
+    for module in pkgutil.iter_modules(keras_bert.tasks.__path__):
+        if module.ispkg:
+            importlib.import_module(f"keras_bert.tasks.{module.name}")
+
+
+def task_names(listed_only: bool = True) -> tuple[str, ...]:
+    """The registered task names in `TASK_NAMES` order (with the unlisted aliases when
+    `listed_only` is False)."""
+    _discover()
+    ranked = sorted(_TASKS.items(), key=lambda item: item[1][:2])
+    return tuple(name for name, (_, _, listed, _) in ranked if listed or not listed_only)
 
 
 def get_task(name: str) -> Task:
@@ -28,31 +105,17 @@ def get_task(name: str) -> Task:
     >>> get_task("mrcp")
     Traceback (most recent call last):
     ...
-    keras_bert.core.errors.ArgumentError: unknown task 'mrcp'; choose one of cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, squad1, squad2, ner, swag.
+    keras_bert.core.errors.ArgumentError: unknown task 'mrcp'; choose one of cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, squad1, squad2, ner, swag, classification, tagging.
     """
-    if name in GLUE_NAMES:
-        from keras_bert.tasks.glue.task import GLUE_TASKS
+    _discover()
+    if name not in _TASKS:
+        raise ArgumentError(f"unknown task {name!r}; choose one of {', '.join(task_names())}.",
+                            field="task")
+    return _TASKS[name][3](name)
 
-        return copy.deepcopy(GLUE_TASKS[name])
-    if name in ("squad1", "squad2"):
-        from keras_bert.tasks.squad import SquadTask
 
-        return SquadTask(name)
-    if name == "ner":
-        from keras_bert.tasks.tagging.task import NerTask
-
-        return NerTask()
-    if name == "swag":
-        from keras_bert.tasks.multiple_choice.task import SwagTask
-
-        return SwagTask()
-    if name == "classification":  # your own labels: a saved model's config restores them
-        from keras_bert.tasks.glue.classification import TextClassificationTask
-
-        return TextClassificationTask(None)
-    if name == "library":  # the demo's derived task: only saved runs are opened by name
-        from keras_bert.tasks.glue.library import LibraryTask
-
-        return LibraryTask.saved()
-    raise ArgumentError(f"unknown task {name!r}; choose one of {', '.join(TASK_NAMES)}.",
-                        field="task")
+def __getattr__(attribute: str):
+    # TASK_NAMES is computed on first use: the families register when they are found.
+    if attribute == "TASK_NAMES":
+        return task_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")

@@ -16,9 +16,10 @@ baseline, export, serve. No network; about 8 minutes on 2 AVX2 CPU cores.
    trivial baselines (always guess the most frequent masked token of the training
    data; always the majority next-sentence label), and masked-word guesses;
 6. a derived task, "which library does this docstring sentence come from?"
-   (`keras_bert.tasks.glue.library`: balanced classes; training sentences from the
+   (written in the generic `classification` task's layout, train.tsv and dev.tsv with
+   `text` and `label` columns; balanced classes; training sentences from the
    pretraining documents, held-out ones from the held-out documents; sentences that
-   name a library left out), fine-tuned with `keras_bert.tasks.finetuning.Finetuning`
+   name a library left out), fine-tuned as that task with `Finetuning`
    (what `keras-bert finetune` runs) from the pretrained encoder and from a random one
    with the same steps, learning rate and seed, and both held-out accuracies printed
    next to the majority class: the paper's claim in miniature;

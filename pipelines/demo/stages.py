@@ -61,11 +61,11 @@ def build_corpus(job: DemoJob) -> None:
         if len(dev_task) < 10 * len(settings.sources):
             raise DataError(f"the held-out documents give only {len(dev_task)} task "
                             "sentences; raise --max_corpus_mb.")
-        from keras_bert.tasks.glue.library import write_split
+        from keras_bert.tasks.glue.table import write_table
 
         os.makedirs(paths["task_data"], exist_ok=True)
-        write_split(os.path.join(paths["task_data"], "train.tsv"), train_task)
-        write_split(os.path.join(paths["task_data"], "dev.tsv"), dev_task)
+        write_table(os.path.join(paths["task_data"], "train.tsv"), train_task)
+        write_table(os.path.join(paths["task_data"], "dev.tsv"), dev_task)
         write_documents(train, paths["corpus"])
         write_documents(heldout, paths["heldout_corpus"])
         job.report["corpus"] = {
@@ -241,10 +241,11 @@ def finetune(job: DemoJob):
     with the same budget (or their finished runs reused): report["finetune"]. Returns
     the task."""
     from keras_bert.tasks.finetuning import METRICS_FILE, FinetuneOptions, Finetuning
-    from keras_bert.tasks.glue.library import LibraryTask
+    from keras_bert.tasks.glue.classification import TextClassificationTask
 
     settings, paths, c = job.settings, job.paths, job.report["corpus"]
-    task = LibraryTask(settings.sources)
+    # The generic `classification` task, its classes in --sources order.
+    task = TextClassificationTask(settings.sources, pair=False)
     job.stages.start(6, "finetune", "Fine-tuning \"which library is this docstring sentence "
                      "from?\" from the pretrained and from a random encoder (same budget)")
     finetune_options = FinetuneOptions(

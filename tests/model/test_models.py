@@ -13,8 +13,8 @@ from keras_bert.model.models import (
     BertSpanLabeler,
     BertTokenClassifier,
 )
+from keras_bert.model.taggers import BertFeatureBasedTagger, BertNerTagger
 from keras_bert.tasks.squad import best_span
-from keras_bert.tasks.tagging.models import BertFeatureBasedTagger, BertNerTagger
 
 
 def _toy(n=64, seq=10, vocab=64, seed=0):
@@ -292,9 +292,9 @@ def test_model_harness(kind, tiny_config):
 
 def test_every_public_model_goes_through_the_harness(tiny_config):
     import keras_bert.model.models
-    import keras_bert.tasks.tagging.models
+    import keras_bert.model.taggers
 
-    public = {name for module in (keras_bert.model.models, keras_bert.tasks.tagging.models)
+    public = {name for module in (keras_bert.model.models, keras_bert.model.taggers)
               for name, value in vars(module).items()
               if isinstance(value, type) and issubclass(value, keras.Model)
               and value.__module__ == module.__name__

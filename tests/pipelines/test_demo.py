@@ -17,7 +17,7 @@ import tensorflow as tf
 from conftest import REPO
 
 from keras_bert.pipelines.demo import corpus as demo_corpus
-from keras_bert.tasks.glue.library import LibraryTask
+from keras_bert.tasks.glue.classification import TextClassificationTask
 
 SMALL = ["--num_train_steps", "400", "--train_batch_size", "32", "--max_corpus_mb", "0.6",
          "--vocab_size", "1500", "--task_examples_per_class", "150",
@@ -175,7 +175,8 @@ def test_demo_end_to_end(tmp_path):
     from keras_bert.tasks.finetuning import load_finetuned
 
     assert list(load_finetuned(paths["finetune_pretrained"]).task.labels) == labels
-    dev = LibraryTask(labels).read_examples(os.path.join(paths["task_data"], "dev.tsv"))
+    dev = TextClassificationTask(labels).read_examples(
+        os.path.join(paths["task_data"], "dev.tsv"))
     assert finetune["dev_examples"] == len(dev) and finetune["majority_class_accuracy"] == 0.25
     for init in ("pretrained_accuracy", "random_init_accuracy"):
         assert 0 <= finetune[init] <= 1

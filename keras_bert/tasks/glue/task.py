@@ -381,8 +381,8 @@ class GlueTask(Task):
                                     f"{self.labels}.", field="labels")
 
     def tfds_layout(self) -> TfdsLayout:
-        """`glue/<task>` in tensorflow-datasets (see the module docstring); the demo's
-        derived tasks are not there."""
+        """`glue/<task>` in tensorflow-datasets (see the module docstring); your own
+        `classification` data is not there."""
         if self.name not in GLUE_TFDS_FEATURES:
             return super().tfds_layout()  # raises: not a dataset tfds has
         known = ("train", *self.dev_splits, *self.test_splits)

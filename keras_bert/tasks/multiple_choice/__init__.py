@@ -7,3 +7,13 @@
   (context, start and endings in);
 - `litert_serving`: the same in LiteRT's ops.
 """
+
+from keras_bert.tasks.registry import register_task
+
+
+@register_task("swag", order=40)
+def swag_task(name: str):
+    """SWAG."""
+    from keras_bert.tasks.multiple_choice.task import SwagTask
+
+    return SwagTask()

@@ -10,28 +10,29 @@
 - `litert_serving`: the same in LiteRT's ops.
 """
 
-from keras_bert.tasks.squad.decoding import (
-    NbestEntry,
-    SpanPrediction,
-    SquadPrediction,
-    apply_threshold,
-    best_span,
-    best_threshold,
-    decode_squad,
-    write_squad_predictions,
-)
-from keras_bert.tasks.squad.features import (
-    answer_token_span,
-    max_context_windows,
-    squad_features,
-    window_spans,
-)
-from keras_bert.tasks.squad.reading import SquadExample, SquadReadStats, read_squad
-from keras_bert.tasks.squad.task import SQUAD_TASKS, SquadTask
+from keras_bert.core.lazy import lazy_exports
+from keras_bert.tasks.registry import register_task
 
-__all__ = [
-    "SQUAD_TASKS", "NbestEntry", "SpanPrediction", "SquadExample", "SquadPrediction",
-    "SquadReadStats", "SquadTask", "answer_token_span", "apply_threshold", "best_span",
-    "best_threshold", "decode_squad", "max_context_windows", "read_squad",
-    "squad_features", "window_spans", "write_squad_predictions",
-]
+# public name -> the module that defines it (loaded on first use: this package's
+# `__init__` stays light, as the task registry needs).
+_EXPORTS = {
+    **dict.fromkeys(("NbestEntry", "SpanPrediction", "SquadPrediction", "apply_threshold",
+                     "best_span", "best_threshold", "decode_squad",
+                     "write_squad_predictions"), "keras_bert.tasks.squad.decoding"),
+    **dict.fromkeys(("answer_token_span", "max_context_windows", "squad_features",
+                     "window_spans"), "keras_bert.tasks.squad.features"),
+    **dict.fromkeys(("SquadExample", "SquadReadStats", "read_squad"),
+                    "keras_bert.tasks.squad.reading"),
+    **dict.fromkeys(("SQUAD_TASKS", "SquadTask"), "keras_bert.tasks.squad.task"),
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+
+@register_task("squad1", "squad2", order=20)
+def squad_task(name: str):
+    """SQuAD v1.1 (squad1) or v2.0 (squad2)."""
+    from keras_bert.tasks.squad.task import SquadTask
+
+    return SquadTask(name)

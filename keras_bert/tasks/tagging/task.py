@@ -34,9 +34,9 @@ import tensorflow as tf
 from keras_bert.core import fileio
 from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.metrics import ner_span_metrics
+from keras_bert.model.taggers import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import as_numpy_outputs, read_lines
-from keras_bert.tasks.tagging.models import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger
 from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
 from keras_bert.tasks.windows import max_context_windows, window_spans
 
@@ -83,19 +83,23 @@ class NerTask(Task):
     _FILES = {"train": "train.txt", "dev": "valid.txt", "valid": "valid.txt",
               "test": "test.txt"}
 
+    # What a tag must look like, and the words of the error when it does not.
+    tag_pattern = _TAG
+    tag_rule = "'O' or B-/I-/E-/S-TYPE"
+
     def __init__(self, labels: Sequence[str] | None = None):
         self.labels = None if labels is None else self._checked_labels(labels)
 
     def __repr__(self):
         return f"NerTask(labels={self.labels})"
 
-    @staticmethod
-    def _checked_labels(labels) -> tuple[str, ...]:
+    @classmethod
+    def _checked_labels(cls, labels) -> tuple[str, ...]:
         labels = tuple(labels)
-        bad = [t for t in labels if not _TAG.fullmatch(t)]
+        bad = [t for t in labels if not isinstance(t, str) or not cls.tag_pattern.fullmatch(t)]
         if bad or len(set(labels)) != len(labels) or len(labels) < 2:
-            raise ArgumentError(f"NER labels must be 2 or more distinct tags 'O' or "
-                                f"B-/I-/E-/S-TYPE; got {list(labels)}.", field="labels")
+            raise ArgumentError(f"{cls.name} labels must be 2 or more distinct tags, each "
+                                f"{cls.tag_rule}; got {list(labels)}.", field="labels")
         return labels
 
     @staticmethod
@@ -186,8 +190,8 @@ class NerTask(Task):
                 if len(fields) != columns:
                     raise DataError(f"has {len(fields)} columns, expected {columns} like "
                                     "the file's first token line.", path=path, line=number)
-                if not _TAG.fullmatch(fields[-1]):
-                    raise DataError(f"tag {fields[-1]!r} is not 'O' or B-/I-/E-/S-TYPE.",
+                if not self.tag_pattern.fullmatch(fields[-1]):
+                    raise DataError(f"tag {fields[-1]!r} is not {self.tag_rule}.",
                                     path=path, line=number)
                 tags.append(fields[-1])
             if not words:

@@ -1,4 +1,4 @@
-"""The tagging family's Keras pieces (paper §5.3): `BertNerTagger` (fine-tuned) and
+"""The taggers, the tagging family's task models (paper §5.3): `BertNerTagger` (fine-tuned) and
 `BertFeatureBasedTagger` (the frozen encoder's features into a BiLSTM, Table 7), with
 the loss and `MaskedTokenAccuracy` that skip the positions labelled `IGNORE_LABEL`.
 
