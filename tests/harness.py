@@ -353,13 +353,14 @@ def run_task_contract(name, data_dir, tmp_path, *, tokenizer, encoder_config, se
     if not full:
         return metrics
 
+    from keras_bert.checkpoints import FINETUNE_CONFIG, FINETUNED_MODEL, open_artifact
     from keras_bert.export import export_saved_model, load_export_source
-    from keras_bert.tasks.finetuning import CONFIG_FILE, MODEL_FILE, FinetuneOptions
+    from keras_bert.tasks.finetuning import FinetuneOptions
 
     # A run directory as `keras-bert finetune` writes it: reload, then export.
     run = os.path.join(tmp_path, "run")
     os.makedirs(run)
-    model.save(os.path.join(run, MODEL_FILE))
+    model.save(os.path.join(run, FINETUNED_MODEL))
     with open(os.path.join(run, "vocab.txt"), "w", encoding="utf-8") as f:
         f.writelines(f"{token}\n" for token in tokenizer.vocabulary)
     options = FinetuneOptions(max_seq_length=settings.max_seq_length,
@@ -370,9 +371,12 @@ def run_task_contract(name, data_dir, tmp_path, *, tokenizer, encoder_config, se
     record = {"task": name, "task_config": config, "options": dataclasses.asdict(options),
               "learning_rate": 2e-5, "seed": 1, "checkpoint": None, "preset": "tiny",
               "lower_case": tokenizer.lower_case, "history": []}
-    with open(os.path.join(run, CONFIG_FILE), "w") as f:
+    with open(os.path.join(run, FINETUNE_CONFIG), "w") as f:
         json.dump(record, f)
-    reloaded = keras.models.load_model(os.path.join(run, MODEL_FILE), compile=False)
+    # The opener says what the run is and restores its task from the record.
+    artifact = open_artifact(run)
+    assert artifact.kind == "finetuning_run" and artifact.task.config() == config, name
+    reloaded = keras.models.load_model(os.path.join(run, FINETUNED_MODEL), compile=False)
     assert type(reloaded) is type(model) and reloaded.get_config() == model.get_config()
     for ours, theirs in zip(model.get_weights(), reloaded.get_weights(), strict=True):
         np.testing.assert_array_equal(theirs, ours, err_msg=name)

@@ -108,9 +108,17 @@ def check_finetuning_run(path: str | os.PathLike) -> dict:
         raise InputNotFoundError(f"{path!r} is not a directory; give the output_dir of a "
                                  "fine-tuning run.")
     for needed in (FINETUNE_CONFIG, FINETUNED_MODEL, VOCAB_FILE):
-        if not os.path.isfile(os.path.join(path, needed)):
-            raise InputNotFoundError(f"{path!r} is not a fine-tuned model: it has no "
-                                     f"{needed} (run `keras-bert finetune` first).")
+        missing = os.path.join(path, needed)
+        if os.path.isfile(missing):
+            continue
+        if needed == FINETUNED_MODEL:
+            # Named as a run: read as an encoder checkpoint, the directory would get a
+            # list of encoder checkpoint files instead.
+            raise InputNotFoundError(f"{path!r} is a fine-tuning run directory without its "
+                                     f"model file: {missing!r} is missing; copy it there "
+                                     "again, or re-run `keras-bert finetune`.")
+        raise InputNotFoundError(f"{path!r} is not a fine-tuned model: it has no "
+                                 f"{needed} (run `keras-bert finetune` first).")
     return read_finetuning_record(path)
 
 
