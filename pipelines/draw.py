@@ -107,7 +107,7 @@ def _finetuned_encoder(artifact):
 
 def run_attention(args) -> int:
     from keras_bert.checkpoints import load_encoder
-    from keras_bert.checkpoints.remote import is_checkpoint_name
+    from keras_bert.checkpoints.opener import artifact_exists
     from keras_bert.plotting import (
         attention_maps,
         attention_png_name,
@@ -120,8 +120,7 @@ def run_attention(args) -> int:
     _check_text(args)
     require_output_directory(args.output_dir, "--output_dir")
     model = args.model
-    if (not is_checkpoint_name(model) and not os.path.exists(model)
-            and not os.path.exists(model + ".index")):
+    if not artifact_exists(model):
         raise InputNotFoundError(f"--model {model!r} does not exist")
     resolved = resolve_model(model, args.vocab_file, args.do_lower_case, args.max_seq_length,
                              finetuning_runs=True)

@@ -78,13 +78,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> tuple[dict, str]:
     from keras_bert import export
-    from keras_bert.checkpoints.remote import is_checkpoint_name
+    from keras_bert.checkpoints.opener import artifact_exists
 
     # Everything is checked before any weights load (a checkpoint by name is fetched
     # when the export loads it).
     checkpoint = args.checkpoint
-    if (not is_checkpoint_name(checkpoint) and not os.path.exists(checkpoint)
-            and not os.path.isfile(checkpoint + ".index")):
+    if not artifact_exists(checkpoint):
         raise InputNotFoundError(f"--checkpoint {checkpoint!r} does not exist.")
     if args.vocab_file:
         require_file(args.vocab_file, "--vocab_file")

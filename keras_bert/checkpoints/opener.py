@@ -32,7 +32,7 @@ from keras_bert.checkpoints.finetuning_runs import (
 )
 from keras_bert.checkpoints.keras_hub import KERAS_HUB_TASK, read_keras_hub_task
 from keras_bert.checkpoints.loading import detect_format, format_config, load_encoder
-from keras_bert.checkpoints.remote import resolve_checkpoint_name
+from keras_bert.checkpoints.remote import is_checkpoint_name, resolve_checkpoint_name
 from keras_bert.checkpoints.training_runs import find_run_directory
 from keras_bert.checkpoints.vocab import (
     check_vocab_matches,
@@ -196,6 +196,21 @@ class Artifact:
             encoder.set_weights(self.load().encoder.get_weights())
             return encoder
         return load_encoder(self.path, output_attentions=output_attentions, dtype=dtype)
+
+
+def artifact_exists(path: str | os.PathLike) -> bool:
+    """Whether `path` can name an artifact before it is opened: a checkpoint name
+    (`hf://...`, a Google release, fetched when opened), an existing file or directory,
+    or a TF checkpoint prefix (`ckpt-STEP` beside its `.index`).
+
+    Example:
+
+    >>> artifact_exists("/nonexistent/model"), artifact_exists("hf://org/name")
+    (False, True)
+    """
+    path = os.fspath(path)
+    return (is_checkpoint_name(path) or os.path.exists(path)
+            or os.path.isfile(path + ".index"))
 
 
 def open_artifact(path: str | os.PathLike, vocab_file: str | os.PathLike | None = None,
