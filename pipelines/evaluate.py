@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from keras_bert.core.run_files import METRICS
     from keras_bert.tasks.finetuning import (
-        METRICS_FILE,
         TaskSource,
         dev_metrics,
         load_finetuned,
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         for split, examples, _ in splits:
             task.write_predictions(examples, results[split]["predictions"],
                                    os.path.join(args.output_dir, prediction_file(task, split)))
-    write_metrics(os.path.join(target, METRICS_FILE), metrics)
+    write_metrics(os.path.join(target, METRICS), metrics)
     print(f"{task.name} dev: {metrics_summary(task, metrics)}")
-    print(f"Metrics: {os.path.join(target, METRICS_FILE)}")
+    print(f"Metrics: {os.path.join(target, METRICS)}")
     return 0

@@ -35,11 +35,7 @@ names and shapes.
   casing, labels, tokenizer and `load()`. Nothing else asks what kind a path is.
 """
 
-from keras_bert.checkpoints.finetuning_runs import (
-    FINETUNE_CONFIG,
-    FINETUNED_MODEL,
-    read_finetuning_record,
-)
+from keras_bert.checkpoints.finetuning_runs import read_finetuning_record
 from keras_bert.checkpoints.google import GOOGLE_CKPT, GOOGLE_CONFIG, save_google_checkpoint
 from keras_bert.checkpoints.keras_hub import load_keras_hub_classifier
 from keras_bert.checkpoints.keras_hub_writing import save_keras_hub_preset
@@ -60,6 +56,7 @@ from keras_bert.checkpoints.vocab import (
     checkpoint_vocab,
 )
 from keras_bert.core.errors import CheckpointError
+from keras_bert.core.run_files import FINETUNE_CONFIG, FINETUNED_MODEL
 
 __all__ = [
     "FINETUNED_MODEL", "FINETUNE_CONFIG", "GOOGLE_CKPT", "GOOGLE_CONFIG", "KERAS_BERT_CONFIG",

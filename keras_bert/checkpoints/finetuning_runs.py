@@ -18,11 +18,10 @@ from keras_bert.checkpoints.matching import unreadable
 from keras_bert.checkpoints.native import check_keras_archive
 from keras_bert.core import fileio
 from keras_bert.core.errors import CheckpointError, DataError, InputNotFoundError
+from keras_bert.core.run_files import FINETUNE_CONFIG, FINETUNED_MODEL
 from keras_bert.model.config import BertConfig
 from keras_bert.text.vocab import VOCAB_FILE
 
-FINETUNE_CONFIG = "finetune_config.json"
-FINETUNED_MODEL = "model.keras"
 # What every finetune_config.json records, and the JSON type of each.
 RECORD_FIELDS = {"task": str, "options": dict, "lower_case": bool}
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "true or false",

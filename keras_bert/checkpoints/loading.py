@@ -40,11 +40,11 @@ from keras_bert.checkpoints.native import (
 )
 from keras_bert.checkpoints.remote import resolve_checkpoint_name
 from keras_bert.checkpoints.training_runs import (
-    RUN_CONFIG,
     find_run_directory,
     latest_run_checkpoint,
 )
 from keras_bert.core.errors import CheckpointError, InputNotFoundError
+from keras_bert.core.run_files import RUN_CONFIG
 from keras_bert.model.config import BertConfig
 from keras_bert.model.encoder import BertEncoder
 

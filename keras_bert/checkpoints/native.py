@@ -16,13 +16,13 @@ from collections.abc import Iterable
 
 from keras_bert.checkpoints.matching import tensorflow_for, unreadable
 from keras_bert.checkpoints.training_runs import (
-    RUN_CONFIG,
     by_position,
     find_run_directory,
     read_run_record,
 )
 from keras_bert.core.errors import CheckpointError, DataError
 from keras_bert.core.fileio import atomic_directory, json_text
+from keras_bert.core.run_files import RUN_CONFIG
 from keras_bert.model.config import BertConfig, read_json_object
 from keras_bert.model.encoder import BertEncoder
 

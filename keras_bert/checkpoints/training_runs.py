@@ -12,10 +12,7 @@ import os
 from keras_bert.checkpoints.matching import tensorflow_for, unreadable
 from keras_bert.core import fileio
 from keras_bert.core.errors import CheckpointError
-
-RUN_CONFIG = "run_config.json"
-CHECKPOINTS = "checkpoints"
-CHECKPOINT_PREFIX = "ckpt"
+from keras_bert.core.run_files import CHECKPOINTS, RUN_CONFIG
 
 
 def by_position(variables) -> dict:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from keras_bert.checkpoints.finetuning_runs import FINETUNED_MODEL, is_finetuning_run
+from keras_bert.checkpoints.finetuning_runs import is_finetuning_run
 from keras_bert.checkpoints.keras_hub import (
     is_keras_hub_preset,
     keras_hub_lower_case,
@@ -18,6 +18,7 @@ from keras_bert.checkpoints.remote import resolve_checkpoint_name
 from keras_bert.checkpoints.training_runs import find_run_directory, read_run_record
 from keras_bert.core import fileio
 from keras_bert.core.errors import UserInputError, VocabMismatchError
+from keras_bert.core.run_files import FINETUNED_MODEL
 from keras_bert.text.vocab import VOCAB_FILE
 
 

@@ -8,5 +8,7 @@ training code:
 - `checks`: options dataclass fields declared once (`option`: help, range, flags) and
   their checks, named by field;
 - `lazy`: package facades that load a name's module on first use;
-- `precision`: the dtype policies (float32, mixed_bfloat16) and their checks.
+- `precision`: the dtype policies (float32, mixed_bfloat16) and their checks;
+- `run_files`: the file names of the pretraining and fine-tuning run directories, owned
+  once (the opener, training, fine-tuning and the curve reader all read them here).
 """

@@ -17,7 +17,7 @@ from keras_bert.plotting.attention import (
 )
 from keras_bert.plotting.curves import (
     FINETUNE_CONFIG,
-    LOGS_DIR,
+    LOGS,
     TRAIN_LOG,
     TrainingCurves,
     read_training_curves,
@@ -37,7 +37,7 @@ from keras_bert.plotting.drawing import (
 )
 
 __all__ = [
-    "ATTENTION_PROBS_FILE", "ATTENTION_SUMMARY_FILE", "FINETUNE_CONFIG", "LOGS_DIR",
+    "ATTENTION_PROBS_FILE", "ATTENTION_SUMMARY_FILE", "FINETUNE_CONFIG", "LOGS",
     "TRAINING_CURVES_FILE", "TRAIN_LOG", "AttentionMaps", "PlottingUnavailableError",
     "TrainingCurves", "attention_figure", "attention_maps", "attention_png_name",
     "attention_summary", "figure_png", "format_summary_table", "read_training_curves",

@@ -13,13 +13,8 @@ import math
 import os
 
 from keras_bert.core.errors import DataError, InputNotFoundError
+from keras_bert.core.run_files import FINETUNE_CONFIG, LOGS, TRAIN_LOG
 
-# What a pretraining or fine-tuning run writes: the names of training.run_directory and
-# checkpoints.finetuning_runs, repeated here so that reading curves needs no TensorFlow
-# (importing either package loads it); tests/plotting/test_plotting.py checks that they agree.
-TRAIN_LOG = "train_log.jsonl"
-LOGS_DIR = "logs"
-FINETUNE_CONFIG = "finetune_config.json"
 # Throughput is not a learning curve; these logged scalars are left out of the plots.
 _NOT_CURVES = ("steps_per_second", "examples_per_second")
 
@@ -62,7 +57,7 @@ class TrainingCurves:
 
 def _no_logs(run_dir: str, why: str) -> InputNotFoundError:
     return InputNotFoundError(
-        f"run directory {run_dir!r} {why}: expected {LOGS_DIR}/ with TensorBoard event "
+        f"run directory {run_dir!r} {why}: expected {LOGS}/ with TensorBoard event "
         f"files or {TRAIN_LOG} (keras-bert pretrain) or {FINETUNE_CONFIG} with a history "
         "(keras-bert finetune).")
 
@@ -96,7 +91,7 @@ def read_training_curves(run_dir: str) -> TrainingCurves:
     if os.path.isfile(os.path.join(run_dir, FINETUNE_CONFIG)):
         return _finetuning_curves(run_dir)
     curves = TrainingCurves(run_dir, "pretraining", "step", {}, [])
-    _read_event_logs(os.path.join(run_dir, LOGS_DIR), curves)
+    _read_event_logs(os.path.join(run_dir, LOGS), curves)
     if "train" not in {line for lines in curves.curves.values() for line in lines}:
         _read_jsonl(os.path.join(run_dir, TRAIN_LOG), curves)
     if not curves.curves:

@@ -23,9 +23,10 @@ import keras
 import tensorflow as tf
 import tqdm
 
-from keras_bert.checkpoints.training_runs import CHECKPOINT_PREFIX, by_position
+from keras_bert.checkpoints.training_runs import by_position
 from keras_bert.core import fileio, stopping
 from keras_bert.core.errors import ArgumentError, CheckpointError
+from keras_bert.core.run_files import CHECKPOINT_PREFIX
 from keras_bert.training import distribute
 
 logger = logging.getLogger("keras_bert")

@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from keras_bert.core import fileio, input_files
 from keras_bert.core.errors import ArgumentError
+from keras_bert.core.run_files import LOGS, TRAIN_LOG
 from keras_bert.data import inspection
 from keras_bert.model.config import BertConfig
 from keras_bert.model.losses import pretraining_losses
@@ -40,7 +41,7 @@ from keras_bert.training.building import (
 from keras_bert.training.callbacks import MetricsLogger, ProgressBar, TrainingCheckpoint
 from keras_bert.training.optimization import create_optimizer
 from keras_bert.training.options import PretrainingOptions
-from keras_bert.training.run_directory import LOGS, TRAIN_LOG, RunDirectory, run_settings
+from keras_bert.training.run_directory import RunDirectory, run_settings
 
 logger = logging.getLogger("keras_bert")
 

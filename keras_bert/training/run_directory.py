@@ -35,9 +35,9 @@ import shutil
 import tensorflow as tf
 
 from keras_bert.checkpoints import KERAS_BERT_CONFIG, KERAS_BERT_WEIGHTS, save_encoder
-from keras_bert.checkpoints.training_runs import CHECKPOINTS, RUN_CONFIG
 from keras_bert.core import fileio, input_files
 from keras_bert.core.errors import MismatchError, OutputError, Setting
+from keras_bert.core.run_files import CHECKPOINTS, LOGS, METRICS, RUN_CONFIG, TRAIN_LOG
 from keras_bert.data.inspection import PretrainingDataInfo
 from keras_bert.model.config import BertConfig
 from keras_bert.model.encoder import BertEncoder
@@ -46,9 +46,6 @@ from keras_bert.training.options import PretrainingOptions
 
 logger = logging.getLogger("keras_bert")
 
-METRICS = "metrics.json"
-LOGS = "logs"
-TRAIN_LOG = "train_log.jsonl"
 # What a run writes into its directory (anything else there is left alone).
 _RUN_FILES = (CHECKPOINTS, LOGS, TRAIN_LOG, METRICS, RUN_CONFIG, KERAS_BERT_CONFIG,
               KERAS_BERT_WEIGHTS, VOCAB_FILE)

@@ -240,7 +240,8 @@ def finetune(job: DemoJob):
     """6. The derived task fine-tuned from the pretrained and from the random encoder
     with the same budget (or their finished runs reused): report["finetune"]. Returns
     the task."""
-    from keras_bert.tasks.finetuning import METRICS_FILE, FinetuneOptions, Finetuning
+    from keras_bert.core.run_files import METRICS
+    from keras_bert.tasks.finetuning import FinetuneOptions, Finetuning
     from keras_bert.tasks.glue.classification import TextClassificationTask
 
     settings, paths, c = job.settings, job.paths, job.report["corpus"]
@@ -256,7 +257,7 @@ def finetune(job: DemoJob):
     for init, checkpoint, target in (
             ("pretrained", paths["pretrain_run"], paths["finetune_pretrained"]),
             ("random_init", paths["random_init"], paths["finetune_random"])):
-        metrics_path = os.path.join(target, METRICS_FILE)
+        metrics_path = os.path.join(target, METRICS)
         if os.path.exists(metrics_path):
             say(f"  reusing {target}")
             with open(metrics_path, encoding="utf-8") as f:

@@ -4,6 +4,7 @@ path's kind themselves, and the "as before" aliases of a run directory's file na
 gone (each name has one owner: `keras_bert.checkpoints.finetuning_runs`)."""
 
 import ast
+import glob
 import os
 
 import pytest
@@ -77,3 +78,23 @@ def test_no_module_aliases_the_run_files_or_the_opener():
                 bad += [f"{os.path.relpath(path, REPO)}:{line} {n}"
                         for n, line in _names_used(path) if n in GONE]
     assert not bad, bad
+
+
+def test_run_directory_file_names_have_one_owner():
+    # keras_bert.core.run_files names what the runs write; nothing else spells a name
+    # of it as a module-level constant (a second spelling could drift from the first).
+    from keras_bert.core import run_files
+
+    names = {v for k, v in vars(run_files).items() if k.isupper() and isinstance(v, str)}
+    owner = os.path.join(REPO, "keras_bert", "core", "run_files.py")
+    spelled = []
+    for root in ("keras_bert", "pipelines"):
+        for path in glob.glob(os.path.join(REPO, root, "**", "*.py"), recursive=True):
+            if path == owner:
+                continue
+            tree = ast.parse(open(path, encoding="utf-8").read())
+            for node in tree.body:
+                if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                        and node.value.value in names):
+                    spelled.append(f"{os.path.relpath(path, REPO)}:{node.lineno}")
+    assert not spelled, spelled

@@ -439,14 +439,3 @@ def test_matplotlib_is_imported_only_to_draw():
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:2] == ["['attention', 'plot']", "False"]
-
-
-
-def test_the_curve_reader_names_the_files_the_runs_write():
-    from keras_bert.checkpoints import finetuning_runs
-    from keras_bert.plotting import curves
-    from keras_bert.training import run_directory as pretraining_run
-
-    assert curves.TRAIN_LOG == pretraining_run.TRAIN_LOG
-    assert curves.LOGS_DIR == pretraining_run.LOGS
-    assert curves.FINETUNE_CONFIG == finetuning_runs.FINETUNE_CONFIG

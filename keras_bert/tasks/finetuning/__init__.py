@@ -19,7 +19,6 @@ _EXPORTS = {
     "DEFAULT_SEQ_LENGTH": "keras_bert.tasks.finetuning.options",
     "DEFAULT_SEQ_LENGTHS": "keras_bert.tasks.finetuning.options",
     "FEATURE_BASED_LEARNING_RATE": "keras_bert.tasks.finetuning.options",
-    "METRICS_FILE": "keras_bert.tasks.finetuning.run_directory",
     "FinetuneOptions": "keras_bert.tasks.finetuning.options",
     "FinetunedModel": "keras_bert.tasks.finetuning.run_directory",
     "Finetuning": "keras_bert.tasks.finetuning.run",

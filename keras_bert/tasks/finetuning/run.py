@@ -21,17 +21,16 @@ import warnings
 
 import keras
 
-from keras_bert.checkpoints import FINETUNE_CONFIG, FINETUNED_MODEL
 from keras_bert.core import fileio, stopping
 from keras_bert.core.errors import DataError, Terminated
 from keras_bert.core.input_files import check_spares_input
 from keras_bert.core.precision import bfloat16_cpu_note
+from keras_bert.core.run_files import FINETUNE_CONFIG, FINETUNED_MODEL, LOGS, METRICS
 from keras_bert.model.encoder import BertEncoder
 from keras_bert.tasks.base import Features, Task, feature_dataset, log_truncation
 from keras_bert.tasks.finetuning.inputs import TaskSource, model_source
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.finetuning.run_directory import (
-    METRICS_FILE,
     check_output_dir,
     remove_leftovers,
     temporary_logs,
@@ -48,7 +47,6 @@ from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.vocab import VOCAB_FILE
 from keras_bert.training.distribute import has_accelerator
 from keras_bert.training.optimization import create_optimizer
-from keras_bert.training.run_directory import LOGS
 from keras_bert.training.tracing import TraceClock
 
 logger = logging.getLogger("keras_bert")
@@ -321,7 +319,7 @@ class Finetuning:
                 self.task.write_predictions(split.examples, results[split.name]["predictions"],
                                             os.path.join(directory,
                                                          prediction_file(self.task, split.name)))
-            write_metrics(os.path.join(directory, METRICS_FILE), metrics)
+            write_metrics(os.path.join(directory, METRICS), metrics)
             if os.path.isdir(logs):
                 shutil.copytree(logs, os.path.join(directory, LOGS))
 

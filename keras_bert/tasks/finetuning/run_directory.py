@@ -13,31 +13,23 @@ import os
 
 import keras
 
-from keras_bert.checkpoints.finetuning_runs import (
-    FINETUNE_CONFIG,
-    FINETUNED_MODEL,
-    check_finetuning_run,
-)
+from keras_bert.checkpoints.finetuning_runs import check_finetuning_run
 from keras_bert.checkpoints.native import check_keras_archive
 from keras_bert.core import fileio
 from keras_bert.core.errors import MismatchError, OutputError, Setting
+from keras_bert.core.run_files import FINETUNE_CONFIG, FINETUNE_LOGS_SUFFIX, FINETUNED_MODEL
 from keras_bert.tasks.base import Features, FeatureSettings, Task, log_truncation
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.registry import get_task
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.vocab import VOCAB_FILE
 
-METRICS_FILE = "metrics.json"
-# The TensorBoard logs are written beside the output directory, under a hidden temporary
-# name of "<output_dir>_logs", and copied in when the run is complete.
-LOGS_SUFFIX = "_logs"
-
 logger = logging.getLogger("keras_bert")
 
 
 def temporary_logs(output_dir: str) -> str:
     """A fresh hidden directory name beside `output_dir` for the run's logs."""
-    return fileio.temporary_path(output_dir + LOGS_SUFFIX)
+    return fileio.temporary_path(output_dir + FINETUNE_LOGS_SUFFIX)
 
 
 def remove_leftovers(output_dir: str) -> list[str]:
@@ -63,7 +55,7 @@ def remove_leftovers(output_dir: str) -> list[str]:
                 logger.warning("Restored %s, the run an interrupted overwrite had moved "
                                "aside.", output_dir)
                 break
-    owned = {name, name + LOGS_SUFFIX, aside}
+    owned = {name, name + FINETUNE_LOGS_SUFFIX, aside}
     # Another run of this output_dir may be at work: only an ended process's leftovers.
     removed = fileio.remove_dead_temporaries(parent, owned=lambda target: target in owned,
                                              unmarked=True)
