@@ -1,7 +1,7 @@
-"""The `keras-bert` command. Each subcommand lives in `pipelines/` (installed as
-`keras_bert.pipelines`): a module, or a class in a module that serves more than one
-command, which defines `add_arguments(parser)` and `run(args) -> int` and whose
-docstring is the command's help; this file only dispatches. Exit codes and error reporting follow
+"""The `keras-bert` command. Each subcommand is a module of `pipelines/` (installed as
+`keras_bert.pipelines`; `demo` the demo's folder, `attention` and `plot` in `draw/`) that
+defines `add_arguments(parser)` and `run(args) -> int` and whose docstring is the
+command's help; this file only dispatches. Exit codes and error reporting follow
 `keras_bert.pipelines.plumbing` (2 for a user mistake, 1 for a failure, `--debug` for the
 traceback)."""
 
@@ -10,12 +10,11 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import inspect
 import os
 import signal
 import sys
 
-# subcommand -> ("module" or "module:Class", one-line help)
+# subcommand -> (module, one-line help)
 COMMANDS = {
     "encode": ("keras_bert.pipelines.encode",
                "encode sentences with a preset or loaded BERT encoder"),
@@ -32,11 +31,11 @@ COMMANDS = {
                 "the task's layout"),
     "export": ("keras_bert.pipelines.export", "export an encoder or fine-tuned model as a "
                "SavedModel for TF Serving and TF Hub"),
-    "demo": ("keras_bert.pipelines.demo.command", "end to end on local text: vocab, TFRecords, "
+    "demo": ("keras_bert.pipelines.demo", "end to end on local text: vocab, TFRecords, "
              "pretraining, masked-token predictions"),
-    "attention": ("keras_bert.pipelines.draw:Attention", "draw a model's attention on a text as "
+    "attention": ("keras_bert.pipelines.draw.attention", "draw a model's attention on a text as "
                   "heat maps, with a per-head summary"),
-    "plot": ("keras_bert.pipelines.draw:Plot", "draw the loss and metric curves of a pretraining "
+    "plot": ("keras_bert.pipelines.draw.plot", "draw the loss and metric curves of a pretraining "
              "or fine-tuning run"),
 }
 
@@ -58,11 +57,10 @@ def build_parser(load=None):
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND",
                                 parser_class=plumbing.ArgumentParser)
-    for name, (target, help_text) in COMMANDS.items():
+    for name, (module_name, help_text) in COMMANDS.items():
         if load is not None and name not in load:
             sub.add_parser(name, help=help_text, add_help=False)
             continue
-        module_name, _, within = target.partition(":")
         try:
             module = importlib.import_module(module_name)
         except ImportError as e:
@@ -70,22 +68,13 @@ def build_parser(load=None):
             p = sub.add_parser(name, help=f"{help_text} (unavailable: {e})", add_help=False)
             p.set_defaults(_run=_unavailable(name, e), _prog=f"keras-bert {name}")
             continue
-        command = getattr(module, within) if within else module
-        p = sub.add_parser(name, help=help_text, description=_description(command, help_text),
+        p = sub.add_parser(name, help=help_text, description=(module.__doc__ or help_text),
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-        command.add_arguments(p)
+        module.add_arguments(p)
         plumbing.add_output_flags(p)
         plumbing.add_debug(p)
-        p.set_defaults(_run=command.run, _prog=f"keras-bert {name}")
+        p.set_defaults(_run=module.run, _prog=f"keras-bert {name}")
     return parser
-
-
-def _description(command, help_text: str) -> str:
-    """A command's help: its module's docstring as written, or its class's without the
-    class body's indentation."""
-    if isinstance(command, type):
-        return inspect.getdoc(command) + "\n"
-    return command.__doc__ or help_text
 
 
 def _command(argv: list[str]):

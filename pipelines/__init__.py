@@ -1,12 +1,12 @@
 """Runnable jobs, thin over the library; each is also a `keras-bert` subcommand.
 
 The commands, one module each at the top: `encode`, `vocab`, `create_pretraining_data`,
-`pretrain`, `finetune`, `evaluate`, `predict`, `export`, and `draw` (`attention` and
-`plot`, one class each). Their flags are made from the options dataclasses the library
+`pretrain`, `finetune`, `evaluate`, `predict`, `export`; `draw/` holds the two that draw,
+`attention` and `plot`. Their flags are made from the options dataclasses the library
 declares (`plumbing.add_options`). Two rooms hold the rest:
 
 - `plumbing/`: what every command shares, imported from `keras_bert.pipelines.plumbing`
   (parsing and checked numbers, path checks, exit codes and output, the flag of a
   library field; its docstring names its modules);
-- `demo/`: `keras-bert demo` (`demo.command`) and its stages.
+- `demo/`: `keras-bert demo` (the package itself) and its stages.
 """
