@@ -19,20 +19,6 @@ The timing is the median over the timed steps after warmup steps; beside the wal
 rate, `seq_per_cpu_s` divides by the process's CPU time, which is less disturbed when
 other processes share the machine. `--precision mixed_bfloat16` runs all three in
 bfloat16 (Keras / tf_keras mixed precision) instead of float32.
-
-    python benchmarks/pretraining_throughput.py --config demo --spe 1,default,10,20,50
-
-`--config demo` times the whole training loop instead of one step: what `keras-bert
-pretrain` and the demo run (`keras_bert.training.Pretraining.fit`: the TFRecord input
-pipeline, the checkpoint, metrics and progress-bar callbacks), on synthetic TFRecords
-of the demo's shape (`keras-bert demo`: L2/H64/A4/I256, vocab 4096, sequence 64, 10
-predictions, `--batch` sequences), for each `steps_per_execution` in `--spe` ("default":
-what the library picks when none is given), and then at this script's paper-size shape
-above (sequence 128, 20 predictions, `--batch` sequences) for `--paper_spe`. Each value runs in its own process,
-one after the other; the rate is the median over the logging windows after the first
-(which holds the tracing). One JSON line each, with the 1-minute load average beside
-it. Run it against another checkout (`PYTHONPATH=/path/to/checkout`) to compare the
-library before and after a change.
 """
 
 from __future__ import annotations
@@ -46,10 +32,11 @@ import sys
 import tempfile
 import time
 
+import harness
+
 from keras_bert.core.precision import PRECISIONS
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 SHAPE = {"num_layers": 6, "hidden_size": 384, "num_heads": 12, "intermediate_size": 1536,
          "vocab_size": 30522}
@@ -269,105 +256,6 @@ class _Child:
                 "warmup_s": self.ready["warmup_s"], "peak_rss_mb": rss}
 
 
-DEMO_SHAPE = {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "intermediate_size": 256,
-              "vocab_size": 4096}  # the demo's model (H128/A2/I512 before issue 26)
-
-
-def _write_loop_records(directory, records, seq, predictions, vocab):
-    """Synthetic pretraining TFRecords (random tokens: only the speed matters)."""
-    import numpy as np
-    import tensorflow as tf
-
-    rng = np.random.default_rng(0)
-    os.makedirs(directory, exist_ok=True)
-    ints = lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))  # noqa: E731
-    with tf.io.TFRecordWriter(os.path.join(directory, "part-00000.tfrecord")) as writer:
-        for _ in range(records):
-            ids = [2, *rng.integers(5, vocab, seq - 1).tolist()]
-            positions = np.sort(rng.choice(np.arange(1, seq), predictions, replace=False))
-            feature = {
-                "input_ids": ints(ids), "input_mask": ints([1] * seq),
-                "segment_ids": ints([0] * (seq // 2) + [1] * (seq - seq // 2)),
-                "masked_lm_positions": ints(positions.tolist()),
-                "masked_lm_ids": ints(rng.integers(5, vocab, predictions).tolist()),
-                "masked_lm_weights": tf.train.Feature(
-                    float_list=tf.train.FloatList(value=[1.0] * predictions)),
-                "next_sentence_labels": ints([int(rng.integers(2))])}
-            writer.write(tf.train.Example(
-                features=tf.train.Features(feature=feature)).SerializeToString())
-    return os.path.join(directory, "*.tfrecord")
-
-
-def loop_child(spe, shape, batch, steps, window, data, output_dir):
-    """Child mode of --config demo: `Pretraining(...).fit()` for `steps` steps with a
-    progress bar (to this process's stderr); prints the rate per logging window."""
-    import keras
-
-    from keras_bert.model.config import BertConfig
-    from keras_bert.training import Pretraining, PretrainingOptions
-
-    marks = []
-
-    class Clock(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            marks.append((batch + 1, time.perf_counter(), time.process_time()))
-
-    options = PretrainingOptions(
-        train_batch_size=batch, num_train_steps=steps, num_warmup_steps=steps // 10,
-        learning_rate=2e-3, save_checkpoints_steps=steps, log_steps=window,
-        steps_per_execution=None if spe == "default" else int(spe))
-    run = Pretraining(data, output_dir, BertConfig(**shape, max_position_embeddings=512),
-                      options)
-    run.fit(callbacks=[Clock()])
-    ends = [m for m in marks if m[0] % window == 0]
-    rates = [((b1 - b0) / (t1 - t0), (b1 - b0) / (c1 - c0))
-             for (b0, t0, c0), (b1, t1, c1) in zip(ends, ends[1:])]
-    median = lambda values: sorted(values)[len(values) // 2]  # noqa: E731
-    wall = median([r[0] for r in rates])
-    print(json.dumps({
-        "spe": spe, "steps_per_execution": run.run_config["steps_per_execution"],
-        "steps_per_s": round(wall, 2), "s_per_step": round(1 / wall, 4),
-        "steps_per_cpu_s": round(median([r[1] for r in rates]), 2),
-        "window_steps_per_s": [round(r[0], 2) for r in rates],
-        "load_average_1m": round(os.getloadavg()[0], 2)}), flush=True)
-
-
-def loop_main(args):
-    """--config demo: the training loop's steps/s for each --spe at the demo's shape,
-    then for each --paper_spe at the paper-size shape."""
-    from machine import cpu_fields
-
-    tmp = tempfile.mkdtemp(prefix="kb_loop_")
-    results = []
-    for name, shape, batch, seq, predictions, values, window in (
-            ("demo", DEMO_SHAPE, args.batch, 64, 10, args.spe, args.window),
-            ("paper", SHAPE, args.batch, 128, 20, args.paper_spe, args.paper_window)):
-        if not values:
-            continue
-        data = _write_loop_records(os.path.join(tmp, name), 4 * 1024, seq, predictions,
-                                   shape["vocab_size"])
-        for spe in values.split(","):
-            command = [sys.executable, __file__, "--loop_child", spe, "--config", name,
-                       "--batch", str(batch), "--window", str(window),
-                       "--steps", str(window * args.windows),
-                       "--data", data, "--run_dir", os.path.join(tmp, f"run-{name}-{spe}")]
-            stderr = tempfile.TemporaryFile(mode="w+")
-            done = subprocess.run(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
-            if done.returncode:
-                stderr.seek(0)
-                raise RuntimeError(stderr.read()[-2000:])
-            line = {"config": name, **{k: shape[k] for k in ("num_layers", "hidden_size")},
-                    "batch": batch, "seq": seq, "predictions": predictions,
-                    **json.loads(done.stdout.strip().splitlines()[-1])}
-            results.append(line)
-            print(json.dumps(line), flush=True)
-    print(json.dumps({"summary": "pretraining_loop_throughput",
-                      "cpu": cpu_fields().get("model name"), "cpu_count": os.cpu_count(),
-                      "avx512f": "avx512f" in cpu_fields().get("flags", "").split(),
-                      "steps_per_s": {f"{r['config']} spe={r['spe']}": r["steps_per_s"]
-                                      for r in results}}))
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch", type=int, default=32)
@@ -380,31 +268,7 @@ def main():
                         choices=PRECISIONS)
     parser.add_argument("--impl", help=argparse.SUPPRESS)  # child mode
     parser.add_argument("--xla", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--config", choices=("paper", "demo"), default="paper",
-                        help="paper: one step of each implementation (above); demo: "
-                             "keras_bert's whole training loop at the demo's shape and "
-                             "at the paper-size one, for each steps_per_execution")
-    parser.add_argument("--spe", default="1,default,10,20,50",
-                        help="--config demo: steps_per_execution values at the demo's shape")
-    parser.add_argument("--paper_spe", default="1,default",
-                        help="--config demo: values at the paper-size shape ('' skips it)")
-    parser.add_argument("--window", type=int, default=100,
-                        help="--config demo: steps per logging window, demo shape")
-    parser.add_argument("--paper_window", type=int, default=20,
-                        help="--config demo: steps per logging window, paper-size shape")
-    parser.add_argument("--windows", type=int, default=4,
-                        help="--config demo: windows per run (the first is not counted)")
-    parser.add_argument("--loop_child", help=argparse.SUPPRESS)
-    parser.add_argument("--data", help=argparse.SUPPRESS)
-    parser.add_argument("--run_dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.loop_child:
-        loop_child(args.loop_child, DEMO_SHAPE if args.config == "demo" else SHAPE,
-                   args.batch, args.steps, args.window, args.data, args.run_dir)
-        return
-    if args.config == "demo":
-        loop_main(args)
-        return
     if args.impl:
         serve(args.impl, args.xla, args.batch, args.seq, args.predictions, args.warmup,
               args.precision)
@@ -425,10 +289,10 @@ def main():
                 child.step()
         for child in children:
             results[(child.impl, xla)] = line = child.finish(args)
-            print(json.dumps(line), flush=True)
+            harness.emit(line)
     summary = {"summary": "pretraining_throughput", **SHAPE, "batch": args.batch,
                "seq": args.seq, "predictions": args.predictions, "precision": args.precision,
-               "cpu_count": os.cpu_count(), "load_average_1m": round(os.getloadavg()[0], 2)}
+               **harness.machine()}
     for xla, tag in ((0, "no_xla"), (1, "xla")):
         ours = results.get(("keras_bert", xla))
         peers = [results[(p, xla)] for p in ("tf_models_official", "keras_hub")
@@ -450,7 +314,7 @@ def main():
                     ours["seq_per_s"] / ceiling["seq_per_s"], 2)
                 summary[f"fastest_peer_fraction_of_matmul_ceiling_{tag}"] = round(
                     best["seq_per_s"] / ceiling["seq_per_s"], 2)
-    print(json.dumps(summary))
+    harness.emit(summary)
 
 
 if __name__ == "__main__":
