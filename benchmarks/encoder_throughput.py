@@ -44,7 +44,7 @@ import subprocess
 import sys
 import time
 
-from machine import cpu_fields, cpu_flags
+import harness
 
 from keras_bert.core.precision import PRECISIONS
 
@@ -60,14 +60,6 @@ def encoder_flops(batch, seq, layers, hidden, inter):
                  + 2 * 2 * seq * seq * hidden          # scores and context
                  + 2 * 2 * seq * hidden * inter)       # feed-forward
     return batch * layers * per_layer
-
-
-def cpu_model() -> str:
-    """The CPU's model name and its bfloat16 instruction sets (AMX, AVX512-BF16)."""
-    flags = cpu_flags()
-    bf16 = [f for f in ("amx_bf16", "avx512_bf16") if f in flags]
-    return (f"{cpu_fields().get('model name', 'unknown')} "
-            f"({', '.join(bf16) or 'no bf16 instructions'})")
 
 
 def _inputs(batch, seq, vocab):
@@ -233,7 +225,7 @@ def main():
             "gflops": round(flops / seconds / 1e9, 1), "peak_rss_mb": peak_rss[key]}
         print(json.dumps(line), flush=True)
     summary = {"summary": "encoder_throughput", **SHAPE, "batch": args.batch, "seq": args.seq,
-               "precision": args.precision, "rounds": args.rounds, "cpu": cpu_model(),
+               "precision": args.precision, "rounds": args.rounds, "cpu": harness.cpu(),
                "load_average_1m": round(os.getloadavg()[0], 2)}
     ceiling = results.get(("ceiling", "graph"))
     for mode in MODES:

