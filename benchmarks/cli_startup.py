@@ -1,10 +1,5 @@
-"""How fast the `keras-bert` command answers `--help`: the whole process, measured from
-outside, for `keras-bert --help` and `keras-bert COMMAND --help` of every command, beside
-the time a bare `import tensorflow` takes on the same machine (what every help used to
-cost, when the parser imported every command's module).
-
-Prints one JSON line per command (median and slowest of --runs processes) and a summary
-line with the goal (issue 22: at most 0.5 s).
+"""How fast `keras-bert --help` and `keras-bert COMMAND --help` answer (whole processes,
+median of --runs), beside a bare `import tensorflow`; the goal: at most 0.5 s.
 
     python benchmarks/cli_startup.py [--runs 7]
 """

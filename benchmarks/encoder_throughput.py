@@ -1,37 +1,13 @@
-"""Encoder forward-pass throughput on the CPU, side by side with keras-hub and the
-machine's matmul ceiling, all measured in one run.
+"""Encoder forward-pass throughput on the CPU next to keras-hub, Hugging Face on torch and
+the machine's matmul ceiling, in one run (L6/H384/A12/I1536, batch 32, seq 128).
 
-Prints one JSON line per measurement and a final comparison line:
+    python benchmarks/encoder_throughput.py [--precision mixed_bfloat16]
 
-    python benchmarks/encoder_throughput.py            # L6/H384/A12/I1536, batch 32, seq 128
-
-Each implementation runs in three modes:
-
-- ``eager``: ``model(inputs)`` called op by op, as in an interactive session;
-- ``graph``: the same call inside ``tf.function`` (what ``model.predict`` does on a CPU,
-  where Keras' ``jit_compile="auto"`` resolves to no XLA);
-- ``xla``: ``tf.function(jit_compile=True)``.
-
-Throughput is timed round-robin in one process (each round runs every variant once), so
-load changes on a shared machine hit all variants alike; peak RSS comes from a separate
-short child process per variant, so each figure is that variant's own. "ceiling" performs
-exactly the encoder's matrix multiplications (four distinct projections, feed-forward,
-attention scores and context) and nothing else: the seq/s the encoder would reach if
-everything but the matmuls were free. The summary gives each mode's fraction of the
-plain-TF (graph) ceiling, and for XLA also of the XLA-compiled ceiling.
-
-`--precision mixed_bfloat16` runs every implementation in bfloat16: the Keras dtype policy
-for keras_bert and keras-hub (bfloat16 compute, float32 weights), `torch.autocast` to
-bfloat16 for Hugging Face, bfloat16 matmuls for the ceiling; and it adds
-``keras_bert_float32``, keras_bert's float32 encoder in the same run, for the summary's
-``bfloat16_speedup_vs_own_float32_<mode>``.
-
-keras_bert runs with both GELU forms: ``keras_bert_gelu_tanh`` uses the tanh
-approximation, as keras-hub's ``BertBackbone`` does, and gives the like-for-like
-``speedup_vs_keras_hub_<mode>``; ``keras_bert`` uses exact GELU (BertConfig's default and
-Hugging Face's "gelu") and gives the ``..._exact_gelu`` figures, also against
-``hf_torch`` (transformers' BertModel on PyTorch, eager, exact GELU) when torch and
-transformers are installed.
+Modes: eager (`model(inputs)`), graph (`tf.function`) and xla (`jit_compile=True`).
+Timed round-robin in one process; peak RSS from a short child per variant. "ceiling"
+runs exactly the encoder's matmuls. keras_bert runs with exact GELU (its default, as
+Hugging Face) and tanh GELU (as keras-hub's `BertBackbone`, the like-for-like row);
+with `--precision mixed_bfloat16` keras_bert's float32 encoder runs beside it.
 """
 
 from __future__ import annotations

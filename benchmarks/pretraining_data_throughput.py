@@ -1,36 +1,14 @@
-"""Pretraining data creation: wall time and peak memory of `keras-bert
-create-pretraining-data` next to tf-models-official's `create_pretraining_data` (a TF2
-port of google-research/bert's script), on the same input and settings, in one run.
+"""Pretraining data creation: wall time, CPU time and peak memory (RSS and PSS of the
+whole process tree) of `keras-bert create-pretraining-data` next to tf-models-official's
+port of google-research/bert's script, on the same input and settings, one process each.
 
-    python benchmarks/pretraining_data_throughput.py   # docs-en.txt x4, seq 128, 20 preds, dupe 5
+    python benchmarks/pretraining_data_throughput.py                    # every row
+    python benchmarks/pretraining_data_throughput.py --comparison_only  # the three rows
 
-Each run is a subprocess; its whole process tree (worker processes included) is sampled
-for memory: RSS every 50 ms, PSS every 0.5 s (reading a process's PSS walks its page
-tables: about 15 ms of CPU for a TensorFlow process, which at 50 ms per process would take
-most of a core from the runs on a two-core machine, the more so the more processes a run
-has). Prints one JSON line per run and a final comparison:
-
-- `wall_s`, and `cpu_s`: user + system CPU seconds of the tree (steadier than wall time
-  on a machine that others share);
-- `peak_rss_mb`: the peak of the tree's summed RSS (what `top` adds up; shared library
-  pages count once per process), `peak_pss_mb`: the same with shared pages split between
-  the processes that map them (what the tree really occupies), `max_process_rss_mb`: the
-  largest single process.
-
-By default the reference runs on the corpus repeated `--repeat` times and keras_bert on
-1x, `--repeat`x and 4 * `--repeat`x (peak memory must not grow with the corpus), with the
-default worker count, and with one and two workers at `--repeat`x and one at 4 * `--repeat`x.
-
-Where apache-beam is installed (`pip install -e ".[beam]"`), a `keras_bert-beam` row runs
-the same command with `--runner beam` on the DirectRunner with two worker processes
-(`--direct_num_workers=2 --direct_running_mode=multi_processing`) at `--repeat`x: the
-same shards as the local path, slower on one machine (worker start-up, every document
-and shard passing through Beam's gRPC data plane), but the same code runs on Dataflow,
-Flink or Spark. Every line carries the CPU model (`cpu_model`). The
-compared keras_bert row (`--repeat`x, default workers) runs `--runs` times (3) and counts
-by its median wall time.
-
-    python benchmarks/pretraining_data_throughput.py --comparison_only   # the three rows
+The reference runs on the corpus repeated `--repeat` times, keras_bert on 1x, `--repeat`x
+and 4 * `--repeat`x (memory must not grow with the corpus) and with one and two workers;
+with apache-beam installed a `keras_bert-beam` row runs `--runner beam` on the
+DirectRunner with two workers. The compared keras_bert row runs `--runs` times (median).
 """
 
 from __future__ import annotations

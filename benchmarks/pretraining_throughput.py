@@ -1,24 +1,14 @@
-"""Pretraining throughput (training sequences/s: forward, backward and optimizer update)
-on this machine, side by side with keras-hub and tf-models-official, in one run.
+"""Pretraining throughput (training sequences/s of a whole step: forward, backward,
+AdamW with clipping) next to keras-hub and tf-models-official, in one run.
 
-    python benchmarks/pretraining_throughput.py     # L6/H384/A12/I1536, batch 32, seq 128
+    python benchmarks/pretraining_throughput.py [--precision mixed_bfloat16]
 
-Every implementation trains the same shape: batch 32, sequence 128, 20 masked-LM
-predictions per sequence, dropout 0.1, AdamW with weight decay and global-norm clipping.
-keras_bert: `BertPretrainer` with `keras_bert.training`'s losses and optimizer, compiled
-as `keras-bert pretrain` compiles it (MLM + NSP). tf-models-official: `BertPretrainerV2`
-on `BertEncoderV2` with an NSP classification head (MLM + NSP) and a tf.function train
-step. keras-hub: `BertMaskedLM` (MLM only: keras-hub has no NSP head). Each runs with and
-without XLA in its own subprocess, so its peak RSS is its own; the subprocesses of one
-mode stay alive side by side and are timed round-robin (one step of each per round), so
-load changes on a shared machine hit all of them alike. One JSON line per
-measurement, then a summary line with keras_bert's speedup over the faster TF peer and
-everyone's fraction of "ceiling": the step's matrix multiplications alone (forward and
-backward, encoder and tied MLM decoder), the rate if everything else were free.
-The timing is the median over the timed steps after warmup steps; beside the wall-clock
-rate, `seq_per_cpu_s` divides by the process's CPU time, which is less disturbed when
-other processes share the machine. `--precision mixed_bfloat16` runs all three in
-bfloat16 (Keras / tf_keras mixed precision) instead of float32.
+L6/H384/A12/I1536, batch 32, seq 128, 20 predictions. keras_bert: `BertPretrainer` (MLM
++ NSP) compiled as `keras-bert pretrain` compiles it; tf-models-official:
+`BertPretrainerV2` (MLM + NSP); keras-hub: `BertMaskedLM` (MLM only); "ceiling": the
+step's matmuls alone. Each implementation is a child process (its own peak RSS), with
+and without XLA; the children of one mode are timed round-robin, a step each per round;
+the median step, and `seq_per_cpu_s` by the child's CPU time.
 """
 
 from __future__ import annotations

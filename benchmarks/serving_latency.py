@@ -1,24 +1,14 @@
-"""Serving latency of exported models, beside torch and ONNX Runtime, in one run.
+"""Serving latency of exported models beside torch and ONNX Runtime, in one run.
 
-Exports the checkpoint (default: the installed MiniLM-L6-H384) at float32 and
-mixed_bfloat16, XLA off and on, and times the SavedModels' `serving_default` (ids) and
-`serve_text` (raw strings) as `tf.saved_model.load` gives them, at batch 1 with seq 32
-and 128 and batch 32 with seq 128, beside the Keras encoder as a `tf.function`, Hugging
-Face `transformers` on torch (eager), ONNX Runtime float32 (`torch.onnx.export` of that
-model) and, at batch 1, ONNX Runtime int8 (`onnxruntime.quantization.quantize_dynamic`
-of that file) and LiteRT float32 and dynamic-range int8 models of the export
-(`keras_bert.export.export_litert`, else a `tf.lite` conversion of the export's id
-function). A system not installed prints a `skipped` line.
-
-Every system gets the same number of threads; each of `--threads` (default 1,2) runs in
-a process of its own (TensorFlow fixes its thread pools at start) on models exported
-once to a shared work directory. Calls are timed round-robin (each round calls every
-variant once), so load changes on a shared machine hit all alike; torch's and ONNX
-Runtime's idle threads sleep, not spin (spinning takes the next variant's cores).
-Prints a JSON line per measurement (p50/p90/p99 ms, requests/s, sequences/s), a summary
-per shape, the file sizes and, last, issue 24's ratios per shape and thread count:
-LiteRT int8 p50 / ONNX Runtime int8 p50 (goal <= 1.25) and / ONNX Runtime float32 p50
-(goal < 1).
+Exports the checkpoint (default: MiniLM-L6-H384) at float32 and mixed_bfloat16, XLA off
+and on, and times the SavedModels' `serving_default` (ids) and `serve_text` (raw text) at
+batch 1 (seq 32, 128) and batch 32 (seq 128), beside the Keras encoder in a
+`tf.function`, Hugging Face on torch (eager), ONNX Runtime float32 and, at batch 1, ONNX
+Runtime int8 (`quantize_dynamic`) and LiteRT float32 and dynamic int8 exports. Every
+system gets the same threads, each of `--threads` in a process of its own on models
+exported once to `--workdir`; calls are timed round-robin; idle torch/ORT threads sleep.
+Prints p50/p90/p99 ms and sequences/s per variant, a summary per shape, the file sizes
+and issue 24's batch-1 goals: LiteRT int8 p50 / ORT int8 p50 <= 1.25, < ORT float32.
 
     python benchmarks/serving_latency.py                      # the full table
     python benchmarks/serving_latency.py --rounds 20 --rounds_batch32 0 \\
@@ -155,7 +145,7 @@ def _export_variants(source_args: dict, workdir: str, precisions, xla_modes, sha
                 path, _ = export_saved_model(source, workdir, name, precision=precision,
                                              jit_compile=xla, warmup=False)
                 harness.emit({"event": "exported", "variant": name, "path": path,
-                       "seconds": round(time.perf_counter() - start, 1)})
+                              "seconds": round(time.perf_counter() - start, 1)})
             loaded = tf.saved_model.load(path)
             ids_fn, text_fn = (loaded.signatures[k] for k in ("serving_default", "serve_text"))
             for batch, seq in shapes:
@@ -170,35 +160,17 @@ def _export_variants(source_args: dict, workdir: str, precisions, xla_modes, sha
 
 
 def _litert_file(source, workdir: str, quantize: str) -> tuple[str, str]:
-    """(the .tflite of `source` at `quantize`, how it was made), once per work directory:
-    by `export_litert` if the package has it, else `tf.lite` of `ServingModule.serve_ids`."""
-    name = f"litert_{quantize}"
+    """(the .tflite of `source` at `quantize`, how it was made), once per work directory."""
+    from keras_bert.export import export_litert
+
+    name, start = f"litert_{quantize}", time.perf_counter()
     path = os.path.join(workdir, name, "1", "model.tflite")
-    try:
-        from keras_bert.export import export_litert
-    except ImportError:
-        export_litert = None
-    how, start = "export_litert" if export_litert else "tf.lite", time.perf_counter()
-    if os.path.isfile(path):
-        return path, how
-    if export_litert is not None:
+    if not os.path.isfile(path):
         directory, _ = export_litert(source, workdir, name, quantize=quantize)
         path = os.path.join(directory, "model.tflite")
-    else:
-        import tensorflow as tf
-
-        from keras_bert.export.signatures import ServingModule
-
-        module = ServingModule(source, text=False)
-        converter = tf.lite.TFLiteConverter.from_concrete_functions(
-            [module.serve_ids.get_concrete_function()], module)
-        if quantize == "dynamic_int8":  # int8 weights, float activations
-            converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        os.makedirs(os.path.dirname(path))
-        tf.io.write_file(path, converter.convert())
-    harness.emit({"event": "exported", "variant": name, "path": path, "how": how,
-           "seconds": round(time.perf_counter() - start, 1)})
-    return path, how
+        harness.emit({"event": "exported", "variant": name, "path": path,
+                      "seconds": round(time.perf_counter() - start, 1)})
+    return path, "export_litert"
 
 
 def _litert_interpreter(path: str, threads: int):
@@ -230,9 +202,10 @@ def _litert_variants(source_args: dict, workdir: str, threads: int, shapes, refe
                        if "serve_text" in interpreter.get_signature_list() else None)
             ids = _ids(batch, seq, source.config.vocab_size)
             pooled = ids_fn(**ids)["pooled_output"]
-            harness.emit({"event": "check", "system": "litert", "mode": mode, "seq": seq, "how": how,
-                   "runtime": runtime, "pooled_output_max_abs_diff_vs_keras": round(
-                       float(np.abs(pooled - reference(ids)).max()), 6)})
+            harness.emit({"event": "check", "system": "litert", "mode": mode, "seq": seq,
+                          "how": how, "runtime": runtime,
+                          "pooled_output_max_abs_diff_vs_keras": round(
+                              float(np.abs(pooled - reference(ids)).max()), 6)})
             variants[("litert_ids", mode, batch, seq)] = lambda f=ids_fn, x=ids: f(**x)
             if text_fn is not None:
                 text = np.array(_texts(source.tokenizer, batch, seq), dtype=object)
