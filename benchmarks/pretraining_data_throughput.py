@@ -13,6 +13,7 @@ tests/data/test_pretraining_data.py's slow test.)
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -26,13 +27,6 @@ from pathlib import Path
 import harness
 import psutil
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = Path(harness.CORPUS)
-
-
-def _minilm_vocab() -> str:
-    return os.path.join(harness.minilm(), "vocab.txt")
-
 
 def repeated_corpus(corpus: Path, times: int, directory: str) -> str:
     """The corpus `times` times in one file, a blank line between the copies."""
@@ -44,12 +38,6 @@ def repeated_corpus(corpus: Path, times: int, directory: str) -> str:
     return path
 
 
-def beam_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("apache_beam") is not None
-
-
 BEAM_DIRECT_2_WORKERS = ("--runner=DirectRunner --direct_num_workers=2 "
                          "--direct_running_mode=multi_processing")
 
@@ -57,7 +45,7 @@ BEAM_DIRECT_2_WORKERS = ("--runner=DirectRunner --direct_num_workers=2 "
 def measure(command: list[str]) -> dict:
     """Wall time and peak memory of a command and all its child processes."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([harness.REPO, os.environ.get("PYTHONPATH", "")])}
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -136,7 +124,7 @@ def run_ours(input_file: str, vocab: str, args, directory: str,
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--corpus", type=Path, default=Path(harness.CORPUS))
     parser.add_argument("--vocab_file", default=None, help="default: MiniLM's uncased vocab")
     parser.add_argument("--repeat", type=int, default=4)
     parser.add_argument("--max_seq_length", type=int, default=128)
@@ -151,12 +139,12 @@ def main(argv=None) -> int:
     if not args.corpus.exists():
         print(f"no corpus at {args.corpus}; pass --corpus", file=sys.stderr)
         return 2
-    vocab = args.vocab_file or _minilm_vocab()
+    vocab = args.vocab_file or os.path.join(harness.minilm(), "vocab.txt")
     settings = {"repeat": args.repeat, "max_seq_length": args.max_seq_length,
                 "max_predictions_per_seq": args.max_predictions_per_seq,
                 "dupe_factor": args.dupe_factor, "cpus": os.cpu_count(), "cpu_model": harness.cpu()}
     impls = ["tf-models-official"] * (not args.skip_reference) + ["keras_bert"]
-    if not args.skip_beam and beam_available():
+    if not args.skip_beam and importlib.util.find_spec("apache_beam"):
         impls.append("keras_bert-beam")
     elif not args.skip_beam:
         harness.emit({"impl": "keras_bert-beam", "skipped": "apache-beam is not installed: "

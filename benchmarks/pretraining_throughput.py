@@ -18,6 +18,7 @@ round-robin, a call each per round; rows give the median call.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -76,11 +77,7 @@ def _forward(impl, b, mode, precision):
 
         return run_torch
     if impl == "keras_hub":
-        import keras_hub
-
-        model = keras_hub.models.BertBackbone(
-            vocabulary_size=VOCAB, num_layers=L, num_heads=A, hidden_dim=H,
-            intermediate_dim=INTER, max_sequence_length=512, dtype=precision)
+        model = _hub_backbone(dtype=precision)
 
         def call(i, m, t):
             return model({"token_ids": i, "padding_mask": m, "segment_ids": t},
@@ -114,14 +111,19 @@ def _keras_bert(b, xla):
     return lambda: model.train_on_batch(x, y, sample_weight=w)
 
 
+def _hub_backbone(**kwargs):
+    import keras_hub
+
+    return keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB, num_layers=L, num_heads=A, hidden_dim=H,
+        intermediate_dim=INTER, max_sequence_length=512, **kwargs)
+
+
 def _keras_hub(b, xla):
     import keras
     import keras_hub
 
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=VOCAB, num_layers=L, num_heads=A, hidden_dim=H,
-        intermediate_dim=INTER, max_sequence_length=512)
-    model = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
+    model = keras_hub.models.BertMaskedLM(backbone=_hub_backbone(), preprocessor=None)
     optimizer = keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6,
                                        global_clipnorm=1.0)
     optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
@@ -215,10 +217,7 @@ def serve(args):
     one timed call per "step" line on stdin (its wall and CPU seconds), peak RSS on "stats"."""
     impl, mode = args.impl, args.mode
     precision = "float32" if impl == "keras_bert_float32" else args.precision
-    if impl == "tf_models_official":
-        import tf_keras as keras
-    else:
-        import keras
+    keras = importlib.import_module("tf_keras" if impl == "tf_models_official" else "keras")
     keras.mixed_precision.set_global_policy(precision)
     b = _batch(args.batch, args.seq, args.predictions)
     if impl == "ceiling":
@@ -247,7 +246,7 @@ class _Child:
     """One implementation in its own process, driven line by line."""
 
     def __init__(self, impl, mode, args):
-        self.impl, self.mode, self.times, self.cpu_times = impl, mode, [], []
+        self.impl, self.mode, self.calls = impl, mode, []
         # stderr goes to a file: an undrained pipe would block a chatty child.
         self.stderr = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(
@@ -272,21 +271,20 @@ class _Child:
         return self._read()
 
     def step(self):
-        result = self.send("step")
-        self.times.append(result["s"])
-        self.cpu_times.append(result["cpu_s"])
+        self.calls.append(self.send("step"))
 
     def finish(self, args):
         rss = self.send("stats")["peak_rss_mb"]
         self.proc.wait()
-        seconds = sorted(self.times)[len(self.times) // 2]
-        cpu_seconds = sorted(self.cpu_times)[len(self.cpu_times) // 2]
+        times = [c["s"] for c in self.calls]
+        seconds = sorted(times)[len(times) // 2]
+        cpu_seconds = sorted(c["cpu_s"] for c in self.calls)[len(times) // 2]
         row = {"impl": self.impl, "mode": self.mode,
                "precision": "float32" if self.impl == "keras_bert_float32" else args.precision,
                "batch": args.batch, "seq": args.seq,
                "seq_per_s": round(args.batch / seconds, 2), "s_per_call": round(seconds, 4),
                "seq_per_cpu_s": round(args.batch / cpu_seconds, 2),
-               "times_s": [round(t, 4) for t in self.times],
+               "times_s": [round(t, 4) for t in times],
                "warmup_s": self.ready["warmup_s"], "peak_rss_mb": rss}
         if not args.forward:
             row.update(predictions=args.predictions, objective={

@@ -159,8 +159,8 @@ def _export_variants(source_args: dict, workdir: str, precisions, xla_modes, sha
     return variants
 
 
-def _litert_file(source, workdir: str, quantize: str) -> tuple[str, str]:
-    """(the .tflite of `source` at `quantize`, how it was made), once per work directory."""
+def _litert_file(source, workdir: str, quantize: str) -> str:
+    """The .tflite of `source` at `quantize`, made once per work directory."""
     from keras_bert.export import export_litert
 
     name, start = f"litert_{quantize}", time.perf_counter()
@@ -170,40 +170,32 @@ def _litert_file(source, workdir: str, quantize: str) -> tuple[str, str]:
         path = os.path.join(directory, "model.tflite")
         harness.emit({"event": "exported", "variant": name, "path": path,
                       "seconds": round(time.perf_counter() - start, 1)})
-    return path, "export_litert"
-
-
-def _litert_interpreter(path: str, threads: int):
-    """(interpreter, runtime): `keras_bert.export.load_interpreter`, i.e. ai-edge-litert's
-    `InterpreterWithCustomOps` (else TensorFlow's) with tensorflow-text's LiteRT kernels."""
-    from keras_bert.export import load_interpreter
-
-    interpreter = load_interpreter(path, num_threads=threads)
-    return interpreter, type(interpreter).__module__.split(".")[0]
+    return path
 
 
 def _litert_variants(source_args: dict, workdir: str, threads: int, shapes, reference):
     """LiteRT float32 and dynamic int8: `serving_default` (its pooled output checked
-    against the Keras encoder's, `reference`), and `serve_text` where the model has it."""
+    against the Keras encoder's, `reference`), and `serve_text` where the model has it,
+    in `load_interpreter`'s interpreter (ai-edge-litert's, else TensorFlow's)."""
     import numpy as np
 
-    from keras_bert.export import load_export_source
+    from keras_bert.export import load_export_source, load_interpreter
 
     source, variants = load_export_source(**source_args), {}
     for quantize in QUANTIZE:
-        path, how = _litert_file(source, workdir, quantize)
+        path = _litert_file(source, workdir, quantize)
         mode = "float32" if quantize == "none" else quantize
         for batch, seq in shapes:
             # An interpreter per shape: one shared by the round-robin's shapes would
             # resize and re-plan its XNNPACK delegate at every call (about 5% more).
-            interpreter, runtime = _litert_interpreter(path, threads)
+            interpreter = load_interpreter(path, num_threads=threads)
             ids_fn = interpreter.get_signature_runner("serving_default")
             text_fn = (interpreter.get_signature_runner("serve_text")
                        if "serve_text" in interpreter.get_signature_list() else None)
             ids = _ids(batch, seq, source.config.vocab_size)
             pooled = ids_fn(**ids)["pooled_output"]
             harness.emit({"event": "check", "system": "litert", "mode": mode, "seq": seq,
-                          "how": how, "runtime": runtime,
+                          "runtime": type(interpreter).__module__.split(".")[0],
                           "pooled_output_max_abs_diff_vs_keras": round(
                               float(np.abs(pooled - reference(ids)).max()), 6)})
             variants[("litert_ids", mode, batch, seq)] = lambda f=ids_fn, x=ids: f(**x)
@@ -284,17 +276,16 @@ def measure(args, threads: int) -> list[dict]:
            "tensorflow": tf.__version__, "cpu": harness.cpu(), "workdir": args.workdir,
            "versions": harness.versions("tensorflow", "tensorflow-text", "ai-edge-litert",
                                         "onnxruntime", "torch", "transformers")})
-    workdir = args.workdir
     if args.rounds <= 0:
         return []
     shapes = [s for s in SHAPES if (args.rounds if s[0] == 1 else args.rounds_batch32) > 0]
     source_args = {"checkpoint": checkpoint, "max_seq_length": 128}
     variants, vocab, reference = _keras_baseline(checkpoint, shapes)
-    variants.update(_export_variants(source_args, workdir, args.precisions.split(","),
+    variants.update(_export_variants(source_args, args.workdir, args.precisions.split(","),
                                      [m == "on" for m in args.xla.split(",")], shapes))
-    variants.update(_litert_variants(source_args, workdir, threads,
+    variants.update(_litert_variants(source_args, args.workdir, threads,
                                      [s for s in shapes if s[0] == 1], reference))
-    variants.update(_torch_variants(checkpoint, threads, shapes, vocab, workdir))
+    variants.update(_torch_variants(checkpoint, threads, shapes, vocab, args.workdir))
     records = []
     for batch, seq in shapes:
         shape_variants = {k: v for k, v in variants.items() if k[2:] == (batch, seq)}
