@@ -1,46 +1,29 @@
-"""BERT pretraining throughput on an accelerator with JAX: keras_bert's model stage, next to
-keras-hub, with no TensorFlow in the process.
+"""BERT pretraining throughput on one accelerator with JAX: keras_bert next to keras-hub,
+no TensorFlow in the process (tests/model/test_backends.py runs `--smoke` without it).
 
     python benchmarks/accelerator.py            # on one H100/H200: about 5 minutes
     python benchmarks/accelerator.py --smoke    # a tiny config on CPU, in seconds
 
-Each row is one pretraining step (forward, backward, AdamW update) on synthetic batches,
-in mixed_bfloat16 under `jax.jit`: the model's `stateless_call` and the optimizer's
-`stateless_apply` in one jitted function whose state is donated, so every step runs on
-the device with no Python between layers. The rows: BERT-base (L12/H768/A12/I3072) at
-sequence 128 (20 masked-LM predictions) and 512 (80), and BERT-large (L24/H1024/A16/
-I4096) at sequence 128, vocab 30522.
-
-- keras_bert: `BertPretrainer` (MLM tied to the word embeddings, and NSP) on
-  `BertEncoder`, the masked-LM loss of `keras_bert.model.losses` (averaged over the real
-  predictions) plus NSP cross-entropy, AdamW with weight decay (LayerNorm and biases
-  excluded) and global-norm clipping at 1.0: what `keras-bert pretrain` trains.
-- keras_hub (when `keras_hub` imports): `BertBackbone` with keras-hub's `BertMaskedLM`
-  head on the same configuration, the same MLM loss and optimizer (keras-hub has no NSP
-  head, so its step lacks the NSP dense layer, a negligible share of the FLOPs).
-
-The time is the median step time over `--steps` steps after `--warmup` steps (the first
-holds the compilation), each step waited on (`block_until_ready`). One JSON line per row:
-sequences/s, step seconds, model TFLOP/s and the model FLOP utilisation (MFU) against the
-device's dense bfloat16 peak (`PEAK_BF16_TFLOPS`, by device name; null for a device not
-in the table, a CPU included). Model FLOPs count the matrix multiplications of forward
-and backward (3x forward): the encoder's projections, feed-forward and attention
-(QK^T and PV), the pooler, the MLM transform and decoder on the predicted positions and
-the NSP layer; no recomputation. Beside them the anchors: NVIDIA's
-DeepLearningExamples TF2 BERT-large pretraining on one A100 80GB (mixed precision).
-
-The script imports neither TensorFlow nor anything that needs it; `--smoke` is run by
-tests/model/test_backends.py with TensorFlow made unimportable.
+A row is one pretraining step (forward, backward, AdamW with clipping) in mixed_bfloat16
+under `jax.jit` (stateless calls, donated state) on synthetic batches: BERT-base at
+sequence 128 and 512, BERT-large at 128. keras_bert: `BertPretrainer` (MLM + NSP) as
+`keras-bert pretrain` trains it; keras_hub (when it imports): `BertBackbone` +
+`BertMaskedLM` with the same loss and optimizer. The median step over `--steps` after
+`--warmup`, each waited on; sequences/s and model FLOP utilisation against the device's
+dense bfloat16 peak (`PEAK_BF16_TFLOPS`; matmul FLOPs, 3x forward), beside NVIDIA's
+DeepLearningExamples TF2 BERT-large A100 figures.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # runpy leaves it out
+from harness import emit  # noqa: E402  (TensorFlow-free)
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
@@ -267,24 +250,23 @@ def main(argv=None):
     if "keras_hub" in impls:
         why = _keras_hub_available()
         if why:
-            print(json.dumps({"impl": "keras_hub", "skipped": why}), flush=True)
+            emit({"impl": "keras_hub", "skipped": why})
             impls.remove("keras_hub")
     start = time.perf_counter()
     for size_name, seq, predictions, batch in (SMOKE_ROWS if args.smoke else ROWS):
         for impl in impls:
             row = {"impl": impl, "model": size_name, "seq": seq, "batch": batch}
             if time.perf_counter() - start > args.budget_s:
-                print(json.dumps({**row, "skipped": f"over --budget_s {args.budget_s}"}),
-                      flush=True)
+                emit({**row, "skipped": f"over --budget_s {args.budget_s}"})
                 continue
             try:
                 row = time_row(impl, size_name, seq, predictions, batch, args)
             except Exception as e:  # noqa: BLE001  (an out-of-memory row must not end the run)
                 row.update(error=f"{type(e).__name__}: {str(e)[:300]}")
-            print(json.dumps(row), flush=True)
+            emit(row)
             keras.backend.clear_session()
     for anchor in ANCHORS:
-        print(json.dumps(anchor), flush=True)
+        emit(anchor)
 
 
 if __name__ == "__main__":

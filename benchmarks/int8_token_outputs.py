@@ -1,21 +1,12 @@
-"""How far int8 (dynamic range) quantization moves an encoder's per-token outputs:
-keras_bert's LiteRT `dynamic_int8` export beside ONNX Runtime's `quantize_dynamic` of
-Hugging Face's ONNX export of the same checkpoint, each against its own float32 model.
-
-The classifier accuracy of int8 models is in `scripts/check_litert.py`; this script looks
-at `sequence_output` (Hugging Face: `last_hidden_state`), what token-level heads (NER,
-SQuAD spans) read. For real sentences (SST-2's, tokenized by `BertTokenizer`), it
-prints one JSON line per runtime: per-token cosine similarity to float32 (mean, 1st
-percentile, min), relative error ||int8 - float|| / ||float|| per token (mean, max), the
-largest absolute difference and where it is (token position, hidden unit), and the
-same for the pooled output. A first line compares the two float32 models (the same
-checkpoint).
+"""How far int8 moves an encoder's per-token outputs (`sequence_output`, what NER and
+SQuAD heads read): keras_bert's LiteRT `dynamic_int8` beside ONNX Runtime's
+`quantize_dynamic` of Hugging Face's ONNX export, each against its own float32 model, on
+SST-2 sentences at batch 1: token cosine (mean, 1st percentile, min), relative error, the
+largest difference and the pooled output's cosine. A first line compares the two floats.
 
     python benchmarks/int8_token_outputs.py --litert_float L/1 --litert_int8 L/2 \\
         --onnx_float hf.onnx --onnx_int8 hf_int8.onnx --vocab VOCAB \\
-        --sentences SST-2/train.tsv --count 200
-
-`serving_latency.py --workdir W` writes all four files (W/litert_*, W/hf_bert*.onnx).
+        --sentences SST-2/train.tsv --count 200   # serving_latency.py --workdir W writes them
 """
 
 from __future__ import annotations

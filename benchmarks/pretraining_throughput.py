@@ -1,43 +1,24 @@
-"""Pretraining throughput (training sequences/s: forward, backward and optimizer update)
-on this machine, side by side with keras-hub and tf-models-official, in one run.
+"""Training-step (or, with `--forward`, encoder forward-pass) throughput on the CPU next to
+the peers and the machine's matmul ceiling, in one run.
 
-    python benchmarks/pretraining_throughput.py     # L6/H384/A12/I1536, batch 32, seq 128
+    python benchmarks/pretraining_throughput.py [--forward] [--precision mixed_bfloat16]
 
-Every implementation trains the same shape: batch 32, sequence 128, 20 masked-LM
-predictions per sequence, dropout 0.1, AdamW with weight decay and global-norm clipping.
-keras_bert: `BertPretrainer` with `keras_bert.training`'s losses and optimizer, compiled
-as `keras-bert pretrain` compiles it (MLM + NSP). tf-models-official: `BertPretrainerV2`
-on `BertEncoderV2` with an NSP classification head (MLM + NSP) and a tf.function train
-step. keras-hub: `BertMaskedLM` (MLM only: keras-hub has no NSP head). Each runs with and
-without XLA in its own subprocess, so its peak RSS is its own; the subprocesses of one
-mode stay alive side by side and are timed round-robin (one step of each per round), so
-load changes on a shared machine hit all of them alike. One JSON line per
-measurement, then a summary line with keras_bert's speedup over the faster TF peer and
-everyone's fraction of "ceiling": the step's matrix multiplications alone (forward and
-backward, encoder and tied MLM decoder), the rate if everything else were free.
-The timing is the median over the timed steps after warmup steps; beside the wall-clock
-rate, `seq_per_cpu_s` divides by the process's CPU time, which is less disturbed when
-other processes share the machine. `--precision mixed_bfloat16` runs all three in
-bfloat16 (Keras / tf_keras mixed precision) instead of float32.
-
-    python benchmarks/pretraining_throughput.py --config demo --spe 1,default,10,20,50
-
-`--config demo` times the whole training loop instead of one step: what `keras-bert
-pretrain` and the demo run (`keras_bert.training.Pretraining.fit`: the TFRecord input
-pipeline, the checkpoint, metrics and progress-bar callbacks), on synthetic TFRecords
-of the demo's shape (`keras-bert demo`: L2/H64/A4/I256, vocab 4096, sequence 64, 10
-predictions, `--batch` sequences), for each `steps_per_execution` in `--spe` ("default":
-what the library picks when none is given), and then at this script's paper-size shape
-above (sequence 128, 20 predictions, `--batch` sequences) for `--paper_spe`. Each value runs in its own process,
-one after the other; the rate is the median over the logging windows after the first
-(which holds the tracing). One JSON line each, with the 1-minute load average beside
-it. Run it against another checkout (`PYTHONPATH=/path/to/checkout`) to compare the
-library before and after a change.
+L6/H384/A12/I1536, batch 32, seq 128. The step (forward, backward, AdamW with clipping,
+20 predictions): keras_bert's `BertPretrainer` (MLM + NSP) compiled as `keras-bert
+pretrain` compiles it, tf-models-official's `BertPretrainerV2` (MLM + NSP), keras-hub's
+`BertMaskedLM` (MLM only), in graph and XLA modes. `--forward`: keras_bert's encoder with
+exact GELU (its default, as Hugging Face) and tanh GELU (as keras-hub's `BertBackbone`,
+the like-for-like row), keras-hub and Hugging Face's `BertModel` on torch (eager only),
+in eager, graph (`tf.function`) and XLA modes; under bfloat16 keras_bert's float32
+encoder runs beside it. "ceiling" runs exactly the matmuls. Each implementation is a
+child process (its own peak RSS and CPU time); the children of one mode are timed
+round-robin, a call each per round; rows give the median call.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -46,28 +27,72 @@ import sys
 import tempfile
 import time
 
+import harness
+
 from keras_bert.core.precision import PRECISIONS
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 SHAPE = {"num_layers": 6, "hidden_size": 384, "num_heads": 12, "intermediate_size": 1536,
          "vocab_size": 30522}
-IMPLEMENTATIONS = ("keras_bert", "tf_models_official", "keras_hub", "ceiling")
+L, H, A, INTER, VOCAB = SHAPE.values()
+STEP_IMPLS = ("keras_bert", "tf_models_official", "keras_hub", "ceiling")
+FORWARD_IMPLS = ("ceiling", "keras_bert", "keras_bert_gelu_tanh", "keras_hub", "hf_torch")
+EAGER_ONLY = ("hf_torch",)
 
 
-def _batch(batch, seq, predictions, vocab):
+def _batch(batch, seq, predictions):
     import numpy as np
 
-    rng = np.random.default_rng(0)
-    ids = rng.integers(1000, vocab, size=(batch, seq)).astype("int32")
+    rng, predictions = np.random.default_rng(0), min(predictions, seq - 1)
+    ids = rng.integers(1000, VOCAB, size=(batch, seq)).astype("int32")
     positions = np.sort(np.stack([rng.choice(np.arange(1, seq), predictions, replace=False)
                                   for _ in range(batch)]), axis=1).astype("int32")
     return {"ids": ids, "mask": np.ones_like(ids), "types": np.zeros_like(ids),
             "positions": positions,
-            "labels": rng.integers(1000, vocab, size=(batch, predictions)).astype("int32"),
+            "labels": rng.integers(1000, VOCAB, size=(batch, predictions)).astype("int32"),
             "weights": np.ones((batch, predictions), "float32"),
             "nsp": rng.integers(0, 2, size=(batch, 1)).astype("int32")}
+
+
+def _forward(impl, b, mode, precision):
+    """One forward pass of keras_bert's encoder, keras-hub's or Hugging Face's."""
+    import tensorflow as tf
+
+    ids, mask, types = (tf.constant(b[k]) for k in ("ids", "mask", "types"))
+    if impl == "hf_torch":  # optional: pip install torch transformers
+        import torch
+        import transformers
+
+        model = transformers.BertModel(transformers.BertConfig(
+            vocab_size=VOCAB, hidden_size=H, num_hidden_layers=L, num_attention_heads=A,
+            intermediate_size=INTER, hidden_act="gelu"), add_pooling_layer=True).eval()
+        tensors = [torch.from_numpy(b[k].astype("int64")) for k in ("ids", "mask", "types")]
+        bf16 = precision == "mixed_bfloat16"
+
+        def run_torch():
+            with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+                return model(input_ids=tensors[0], attention_mask=tensors[1],
+                             token_type_ids=tensors[2]).last_hidden_state.float().numpy()
+
+        return run_torch
+    if impl == "keras_hub":
+        model = _hub_backbone(dtype=precision)
+
+        def call(i, m, t):
+            return model({"token_ids": i, "padding_mask": m, "segment_ids": t},
+                         training=False)["sequence_output"]
+    else:
+        from keras_bert import BertConfig, BertEncoder
+
+        act = "gelu_tanh" if impl == "keras_bert_gelu_tanh" else "gelu"
+        model = BertEncoder(BertConfig(**SHAPE, hidden_act=act), dtype=precision)
+
+        def call(i, m, t):
+            return model({"input_word_ids": i, "input_mask": m, "input_type_ids": t},
+                         training=False)["sequence_output"]
+    fn = call if mode == "eager" else tf.function(call, jit_compile=mode == "xla")
+    return lambda: fn(ids, mask, types).numpy()
 
 
 def _keras_bert(b, xla):
@@ -86,15 +111,19 @@ def _keras_bert(b, xla):
     return lambda: model.train_on_batch(x, y, sample_weight=w)
 
 
+def _hub_backbone(**kwargs):
+    import keras_hub
+
+    return keras_hub.models.BertBackbone(
+        vocabulary_size=VOCAB, num_layers=L, num_heads=A, hidden_dim=H,
+        intermediate_dim=INTER, max_sequence_length=512, **kwargs)
+
+
 def _keras_hub(b, xla):
     import keras
     import keras_hub
 
-    backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=SHAPE["vocab_size"], num_layers=SHAPE["num_layers"],
-        num_heads=SHAPE["num_heads"], hidden_dim=SHAPE["hidden_size"],
-        intermediate_dim=SHAPE["intermediate_size"], max_sequence_length=512)
-    model = keras_hub.models.BertMaskedLM(backbone=backbone, preprocessor=None)
+    model = keras_hub.models.BertMaskedLM(backbone=_hub_backbone(), preprocessor=None)
     optimizer = keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6,
                                        global_clipnorm=1.0)
     optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
@@ -111,12 +140,10 @@ def _tf_models_official(b, xla):
     from official.nlp.modeling import layers, models, networks
 
     encoder = networks.BertEncoderV2(
-        vocab_size=SHAPE["vocab_size"], hidden_size=SHAPE["hidden_size"],
-        num_layers=SHAPE["num_layers"], num_attention_heads=SHAPE["num_heads"],
-        inner_dim=SHAPE["intermediate_size"], type_vocab_size=2, max_sequence_length=512)
+        vocab_size=VOCAB, hidden_size=H, num_layers=L, num_attention_heads=A,
+        inner_dim=INTER, type_vocab_size=2, max_sequence_length=512)
     model = models.BertPretrainerV2(encoder_network=encoder, classification_heads=[
-        layers.ClassificationHead(inner_dim=SHAPE["hidden_size"], num_classes=2,
-                                  name="next_sentence")])
+        layers.ClassificationHead(inner_dim=H, num_classes=2, name="next_sentence")])
     optimizer = tf_keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6,
                                           global_clipnorm=1.0)
     optimizer.exclude_from_weight_decay(var_names=["LayerNorm", "layer_norm", "bias"])
@@ -140,102 +167,95 @@ def _tf_models_official(b, xla):
     return lambda: step().numpy()
 
 
-def _ceiling(b, xla):
-    """The training step's matrix multiplications and nothing else: the forward matmuls
-    of the encoder (distinct Q/K/V/output, attention scores and context, feed-forward)
-    and of the tied MLM decoder at the masked positions, with their gradients for every
-    weight and activation (the backward matmuls). No softmax, LayerNorm, GELU, dropout,
-    loss or optimizer: the seq/s a step would reach if everything else were free. Under
-    mixed_bfloat16 the matmuls run in bfloat16 on float32 variables, as Keras does."""
+def _ceiling(b, mode, forward):
+    """The matrix multiplications and nothing else: the encoder's (distinct Q/K/V/output,
+    attention scores and context, feed-forward) and, for the step, the tied MLM decoder's
+    at the masked positions with the gradients of every weight and activation. No softmax,
+    LayerNorm, GELU, dropout, loss or optimizer: the seq/s if everything else were free.
+    Under mixed_bfloat16 the matmuls run in bfloat16 (the step's on float32 variables, as
+    Keras does). Distinct weights per projection and layer: with one shared matrix,
+    grappler's common-subexpression elimination merges the Q, K and V products."""
     import keras
     import tensorflow as tf
 
     dtype = keras.mixed_precision.global_policy().compute_dtype
-
-    L, H, A, inter, vocab = (SHAPE[k] for k in ("num_layers", "hidden_size", "num_heads",
-                                                "intermediate_size", "vocab_size"))
     batch, seq = b["ids"].shape
-    rows_masked = b["positions"].size
-    d = H // A
+    d, rows_masked = H // A, b["positions"].size
+    make = (lambda t: tf.cast(t, dtype)) if forward else tf.Variable
     shapes = [("q", (H, H)), ("k", (H, H)), ("v", (H, H)), ("o", (H, H)),
-              ("w1", (H, inter)), ("w2", (inter, H))]
-    weights = [{k: tf.Variable(tf.random.normal(s) * 0.05) for k, s in shapes}
-               for _ in range(L)]
-    table = tf.Variable(tf.random.normal((vocab, H)) * 0.05)
+              ("w1", (H, INTER)), ("w2", (INTER, H))]
+    weights = [{k: make(tf.random.normal(s) * 0.05) for k, s in shapes} for _ in range(L)]
+    table = None if forward else tf.Variable(tf.random.normal((VOCAB, H)) * 0.05)
     x0 = tf.random.normal((batch * seq, H))
-    variables = [table] + [v for w in weights for v in w.values()]
 
-    @tf.function(jit_compile=xla)
+    def encoder():
+        x = tf.cast(x0, dtype)
+        for w in weights:
+            w = {k: tf.cast(v, dtype) for k, v in w.items()}
+            q, k, v = (tf.reshape(tf.matmul(x, w[n]), (batch * A, seq, d)) for n in "qkv")
+            c = tf.matmul(tf.matmul(q, k, transpose_b=True), v)
+            x = tf.matmul(tf.reshape(c, (batch * seq, H)), w["o"])
+            x = tf.matmul(tf.matmul(x, w["w1"]), w["w2"])
+        return x
+
     def step():
+        variables = [x0, table] + [v for w in weights for v in w.values()]
         with tf.GradientTape() as tape:
             tape.watch(x0)
-            x = tf.cast(x0, dtype)
-            for w in weights:
-                w = {k: tf.cast(v, dtype) for k, v in w.items()}
-                q, k, v = (tf.reshape(tf.matmul(x, w[n]), (batch * A, seq, d)) for n in "qkv")
-                c = tf.matmul(tf.matmul(q, k, transpose_b=True), v)
-                x = tf.matmul(tf.reshape(c, (batch * seq, H)), w["o"])
-                x = tf.matmul(tf.matmul(x, w["w1"]), w["w2"])
-            logits = tf.matmul(x[:rows_masked], tf.cast(table, dtype), transpose_b=True)
+            logits = tf.matmul(encoder()[:rows_masked], tf.cast(table, dtype),
+                               transpose_b=True)
             loss = tf.reduce_sum(tf.cast(logits, tf.float32))
-        grads = tape.gradient(loss, [x0, *variables])
-        return tf.add_n([tf.reduce_sum(g) for g in grads])
+        return tf.add_n([tf.reduce_sum(g) for g in tape.gradient(loss, variables)])
 
-    return lambda: step().numpy()
+    fn = encoder if forward else step
+    fn = fn if mode == "eager" else tf.function(fn, jit_compile=mode == "xla")
+    return lambda: fn().numpy()
 
 
-def _set_precision(impl, precision):
-    if impl == "tf_models_official":
-        import tf_keras
-
-        tf_keras.mixed_precision.set_global_policy(precision)
+def serve(args):
+    """Child mode: builds one implementation, runs the warmup calls, prints "ready", then
+    one timed call per "step" line on stdin (its wall and CPU seconds), peak RSS on "stats"."""
+    impl, mode = args.impl, args.mode
+    precision = "float32" if impl == "keras_bert_float32" else args.precision
+    keras = importlib.import_module("tf_keras" if impl == "tf_models_official" else "keras")
+    keras.mixed_precision.set_global_policy(precision)
+    b = _batch(args.batch, args.seq, args.predictions)
+    if impl == "ceiling":
+        call = _ceiling(b, mode, args.forward)
+    elif args.forward:
+        call = _forward(impl, b, mode, precision)
     else:
-        import keras
-
-        keras.mixed_precision.set_global_policy(precision)
-
-
-def serve(impl, xla, batch, seq, predictions, warmup, precision="float32"):
-    """Child mode: builds one implementation, runs the warmup steps, prints "ready", then
-    runs one timed step per "step" line on stdin (printing its wall and CPU seconds) and
-    its peak RSS on "stats"."""
-    _set_precision(impl, precision)
-    b = _batch(batch, seq, predictions, SHAPE["vocab_size"])
-    make = {"keras_bert": _keras_bert, "keras_hub": _keras_hub,
-            "tf_models_official": _tf_models_official, "ceiling": _ceiling}[impl]
-    step = make(b, bool(xla))
+        call = {"keras_bert": _keras_bert, "keras_hub": _keras_hub,
+                "tf_models_official": _tf_models_official}[impl](b, mode == "xla")
     start = time.perf_counter()
-    for _ in range(warmup):
-        step()
-    print(json.dumps({"ready": True, "warmup_s": round(time.perf_counter() - start, 1)}),
-          flush=True)
+    for _ in range(args.warmup):
+        call()
+    harness.emit({"ready": True, "warmup_s": round(time.perf_counter() - start, 1)})
     for command in sys.stdin:
         if command.strip() == "step":
             t, c = time.perf_counter(), time.process_time()
-            step()
-            print(json.dumps({"s": time.perf_counter() - t, "cpu_s": time.process_time() - c}),
-                  flush=True)
+            call()
+            harness.emit({"s": time.perf_counter() - t, "cpu_s": time.process_time() - c})
         elif command.strip() == "stats":
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(json.dumps({"peak_rss_mb": round(rss, 1)}), flush=True)
+            harness.emit({"peak_rss_mb": round(rss, 1)})
             return
 
 
 class _Child:
     """One implementation in its own process, driven line by line."""
 
-    def __init__(self, impl, xla, args):
-        self.impl, self.xla = impl, xla
+    def __init__(self, impl, mode, args):
+        self.impl, self.mode, self.calls = impl, mode, []
         # stderr goes to a file: an undrained pipe would block a chatty child.
         self.stderr = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--impl", impl, "--xla", str(xla),
-             "--batch", str(args.batch), "--seq", str(args.seq),
-             "--predictions", str(args.predictions), "--warmup", str(args.warmup),
-             "--precision", args.precision],
+            [sys.executable, __file__, "--impl", impl, "--mode", mode, "--batch",
+             str(args.batch), "--seq", str(args.seq), "--predictions", str(args.predictions),
+             "--warmup", str(args.warmup), "--precision", args.precision]
+            + ["--forward"] * args.forward,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         self.ready = self._read()
-        self.times, self.cpu_times = [], []
 
     def _read(self):
         for line in self.proc.stdout:
@@ -245,212 +265,116 @@ class _Child:
         self.stderr.seek(0)
         raise RuntimeError(self.stderr.read().strip()[-400:])
 
-    def step(self):
-        self.proc.stdin.write("step\n")
+    def send(self, command):
+        self.proc.stdin.write(command + "\n")
         self.proc.stdin.flush()
-        result = self._read()
-        self.times.append(result["s"])
-        self.cpu_times.append(result["cpu_s"])
+        return self._read()
+
+    def step(self):
+        self.calls.append(self.send("step"))
 
     def finish(self, args):
-        self.proc.stdin.write("stats\n")
-        self.proc.stdin.flush()
-        rss = self._read()["peak_rss_mb"]
+        rss = self.send("stats")["peak_rss_mb"]
         self.proc.wait()
-        seconds = sorted(self.times)[len(self.times) // 2]
-        cpu_seconds = sorted(self.cpu_times)[len(self.cpu_times) // 2]
-        return {"impl": self.impl, "xla": bool(self.xla), "precision": args.precision,
-                "batch": args.batch, "seq": args.seq, "predictions": args.predictions,
-                "objective": {"keras_hub": "mlm", "ceiling": "matmuls only"}.get(
-                    self.impl, "mlm+nsp"),
-                "seq_per_s": round(args.batch / seconds, 2), "s_per_step": round(seconds, 3),
-                "seq_per_cpu_s": round(args.batch / cpu_seconds, 2),
-                "step_times_s": [round(t, 3) for t in self.times],
-                "warmup_s": self.ready["warmup_s"], "peak_rss_mb": rss}
+        times = [c["s"] for c in self.calls]
+        seconds = sorted(times)[len(times) // 2]
+        cpu_seconds = sorted(c["cpu_s"] for c in self.calls)[len(times) // 2]
+        row = {"impl": self.impl, "mode": self.mode,
+               "precision": "float32" if self.impl == "keras_bert_float32" else args.precision,
+               "batch": args.batch, "seq": args.seq,
+               "seq_per_s": round(args.batch / seconds, 2), "s_per_call": round(seconds, 4),
+               "seq_per_cpu_s": round(args.batch / cpu_seconds, 2),
+               "times_s": [round(t, 4) for t in times],
+               "warmup_s": self.ready["warmup_s"], "peak_rss_mb": rss}
+        if not args.forward:
+            row.update(predictions=args.predictions, objective={
+                "keras_hub": "mlm", "ceiling": "matmuls only"}.get(self.impl, "mlm+nsp"))
+        return row
 
 
-DEMO_SHAPE = {"num_layers": 2, "hidden_size": 64, "num_heads": 4, "intermediate_size": 256,
-              "vocab_size": 4096}  # the demo's model (H128/A2/I512 before issue 26)
-
-
-def _write_loop_records(directory, records, seq, predictions, vocab):
-    """Synthetic pretraining TFRecords (random tokens: only the speed matters)."""
-    import numpy as np
-    import tensorflow as tf
-
-    rng = np.random.default_rng(0)
-    os.makedirs(directory, exist_ok=True)
-    ints = lambda v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))  # noqa: E731
-    with tf.io.TFRecordWriter(os.path.join(directory, "part-00000.tfrecord")) as writer:
-        for _ in range(records):
-            ids = [2, *rng.integers(5, vocab, seq - 1).tolist()]
-            positions = np.sort(rng.choice(np.arange(1, seq), predictions, replace=False))
-            feature = {
-                "input_ids": ints(ids), "input_mask": ints([1] * seq),
-                "segment_ids": ints([0] * (seq // 2) + [1] * (seq - seq // 2)),
-                "masked_lm_positions": ints(positions.tolist()),
-                "masked_lm_ids": ints(rng.integers(5, vocab, predictions).tolist()),
-                "masked_lm_weights": tf.train.Feature(
-                    float_list=tf.train.FloatList(value=[1.0] * predictions)),
-                "next_sentence_labels": ints([int(rng.integers(2))])}
-            writer.write(tf.train.Example(
-                features=tf.train.Features(feature=feature)).SerializeToString())
-    return os.path.join(directory, "*.tfrecord")
-
-
-def loop_child(spe, shape, batch, steps, window, data, output_dir):
-    """Child mode of --config demo: `Pretraining(...).fit()` for `steps` steps with a
-    progress bar (to this process's stderr); prints the rate per logging window."""
-    import keras
-
-    from keras_bert.model.config import BertConfig
-    from keras_bert.training import Pretraining, PretrainingOptions
-
-    marks = []
-
-    class Clock(keras.callbacks.Callback):
-        def on_train_batch_end(self, batch, logs=None):
-            marks.append((batch + 1, time.perf_counter(), time.process_time()))
-
-    options = PretrainingOptions(
-        train_batch_size=batch, num_train_steps=steps, num_warmup_steps=steps // 10,
-        learning_rate=2e-3, save_checkpoints_steps=steps, log_steps=window,
-        steps_per_execution=None if spe == "default" else int(spe))
-    run = Pretraining(data, output_dir, BertConfig(**shape, max_position_embeddings=512),
-                      options)
-    run.fit(callbacks=[Clock()])
-    ends = [m for m in marks if m[0] % window == 0]
-    rates = [((b1 - b0) / (t1 - t0), (b1 - b0) / (c1 - c0))
-             for (b0, t0, c0), (b1, t1, c1) in zip(ends, ends[1:])]
-    median = lambda values: sorted(values)[len(values) // 2]  # noqa: E731
-    wall = median([r[0] for r in rates])
-    print(json.dumps({
-        "spe": spe, "steps_per_execution": run.run_config["steps_per_execution"],
-        "steps_per_s": round(wall, 2), "s_per_step": round(1 / wall, 4),
-        "steps_per_cpu_s": round(median([r[1] for r in rates]), 2),
-        "window_steps_per_s": [round(r[0], 2) for r in rates],
-        "load_average_1m": round(os.getloadavg()[0], 2)}), flush=True)
-
-
-def loop_main(args):
-    """--config demo: the training loop's steps/s for each --spe at the demo's shape,
-    then for each --paper_spe at the paper-size shape."""
-    from machine import cpu_fields
-
-    tmp = tempfile.mkdtemp(prefix="kb_loop_")
-    results = []
-    for name, shape, batch, seq, predictions, values, window in (
-            ("demo", DEMO_SHAPE, args.batch, 64, 10, args.spe, args.window),
-            ("paper", SHAPE, args.batch, 128, 20, args.paper_spe, args.paper_window)):
-        if not values:
-            continue
-        data = _write_loop_records(os.path.join(tmp, name), 4 * 1024, seq, predictions,
-                                   shape["vocab_size"])
-        for spe in values.split(","):
-            command = [sys.executable, __file__, "--loop_child", spe, "--config", name,
-                       "--batch", str(batch), "--window", str(window),
-                       "--steps", str(window * args.windows),
-                       "--data", data, "--run_dir", os.path.join(tmp, f"run-{name}-{spe}")]
-            stderr = tempfile.TemporaryFile(mode="w+")
-            done = subprocess.run(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
-            if done.returncode:
-                stderr.seek(0)
-                raise RuntimeError(stderr.read()[-2000:])
-            line = {"config": name, **{k: shape[k] for k in ("num_layers", "hidden_size")},
-                    "batch": batch, "seq": seq, "predictions": predictions,
-                    **json.loads(done.stdout.strip().splitlines()[-1])}
-            results.append(line)
-            print(json.dumps(line), flush=True)
-    print(json.dumps({"summary": "pretraining_loop_throughput",
-                      "cpu": cpu_fields().get("model name"), "cpu_count": os.cpu_count(),
-                      "avx512f": "avx512f" in cpu_fields().get("flags", "").split(),
-                      "steps_per_s": {f"{r['config']} spe={r['spe']}": r["steps_per_s"]
-                                      for r in results}}))
+def summarize(results, args, modes):
+    """keras_bert's rows against each peer, the fastest peer and the matmul ceiling."""
+    ours = ("keras_bert", "keras_bert_gelu_tanh") if args.forward else ("keras_bert",)
+    peer_names = ("keras_hub", "hf_torch") if args.forward else ("tf_models_official",
+                                                                 "keras_hub")
+    summary = {"summary": "encoder_forward" if args.forward else "pretraining_step", **SHAPE,
+               "batch": args.batch, "seq": args.seq, "precision": args.precision,
+               **harness.machine()}
+    for mode in modes:
+        # A peer that runs eager only (torch) is compared in every mode at its eager rate.
+        peers = [r for r in (results.get((p, mode)) or results.get((p, "eager"))
+                             for p in peer_names) if r]
+        ceiling = results.get(("ceiling", mode))
+        summary[f"peak_rss_mb_{mode}"] = {
+            i: r["peak_rss_mb"] for (i, m), r in results.items() if m == mode}
+        if peers:
+            best = max(peers, key=lambda r: r["seq_per_s"])
+            summary[f"fastest_peer_{mode}"] = f"{best['impl']} ({best['mode']})"
+            if ceiling:
+                summary[f"fastest_peer_fraction_of_matmul_ceiling_{mode}"] = round(
+                    best["seq_per_s"] / ceiling["seq_per_s"], 2)
+        for impl in ours:
+            row = results.get((impl, mode))
+            if not row:
+                continue
+            summary[f"{impl}_seq_per_s_{mode}"] = row["seq_per_s"]
+            others = peers + [r for r in [results.get(("keras_bert_float32", mode))] if r]
+            for other in others:
+                summary[f"{impl}_vs_{other['impl']}_{mode}"] = round(
+                    row["seq_per_s"] / other["seq_per_s"], 2)
+            if peers:
+                summary[f"{impl}_vs_fastest_peer_{mode}"] = round(
+                    row["seq_per_s"] / best["seq_per_s"], 2)
+                summary[f"{impl}_cpu_time_vs_fastest_peer_{mode}"] = round(
+                    row["seq_per_cpu_s"] / max(r["seq_per_cpu_s"] for r in peers), 2)
+            if ceiling:
+                summary[f"{impl}_fraction_of_matmul_ceiling_{mode}"] = round(
+                    row["seq_per_s"] / ceiling["seq_per_s"], 2)
+    return summary
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--forward", action="store_true",
+                        help="the encoder's forward pass instead of the training step")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--predictions", type=int, default=20)
-    parser.add_argument("--steps", type=int, default=6, help="timed steps (rounds)")
+    parser.add_argument("--steps", type=int, help="timed rounds (default: 6, --forward 10)")
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--impls", default=",".join(IMPLEMENTATIONS))
-    parser.add_argument("--precision", default="float32",
-                        choices=PRECISIONS)
+    parser.add_argument("--precision", default="float32", choices=PRECISIONS)
+    parser.add_argument("--impls", help="comma-separated; default: all of "
+                        f"{','.join(STEP_IMPLS)} (--forward: {','.join(FORWARD_IMPLS)})")
+    parser.add_argument("--modes", help="default: graph,xla (--forward: eager,graph,xla)")
     parser.add_argument("--impl", help=argparse.SUPPRESS)  # child mode
-    parser.add_argument("--xla", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--config", choices=("paper", "demo"), default="paper",
-                        help="paper: one step of each implementation (above); demo: "
-                             "keras_bert's whole training loop at the demo's shape and "
-                             "at the paper-size one, for each steps_per_execution")
-    parser.add_argument("--spe", default="1,default,10,20,50",
-                        help="--config demo: steps_per_execution values at the demo's shape")
-    parser.add_argument("--paper_spe", default="1,default",
-                        help="--config demo: values at the paper-size shape ('' skips it)")
-    parser.add_argument("--window", type=int, default=100,
-                        help="--config demo: steps per logging window, demo shape")
-    parser.add_argument("--paper_window", type=int, default=20,
-                        help="--config demo: steps per logging window, paper-size shape")
-    parser.add_argument("--windows", type=int, default=4,
-                        help="--config demo: windows per run (the first is not counted)")
-    parser.add_argument("--loop_child", help=argparse.SUPPRESS)
-    parser.add_argument("--data", help=argparse.SUPPRESS)
-    parser.add_argument("--run_dir", help=argparse.SUPPRESS)
+    parser.add_argument("--mode", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.loop_child:
-        loop_child(args.loop_child, DEMO_SHAPE if args.config == "demo" else SHAPE,
-                   args.batch, args.steps, args.window, args.data, args.run_dir)
-        return
-    if args.config == "demo":
-        loop_main(args)
-        return
     if args.impl:
-        serve(args.impl, args.xla, args.batch, args.seq, args.predictions, args.warmup,
-              args.precision)
-        return
+        return serve(args)
+    impls = (args.impls.split(",") if args.impls
+             else list(FORWARD_IMPLS if args.forward else STEP_IMPLS))
+    if args.forward and args.precision != "float32" and "keras_bert" in impls:
+        impls.insert(impls.index("keras_bert") + 1, "keras_bert_float32")
+    modes = (args.modes or ("eager,graph,xla" if args.forward else "graph,xla")).split(",")
     results = {}
-    for xla in (0, 1):
-        # All implementations of one mode stay alive side by side; each round times one
-        # step of each, so load changes on a shared machine hit them alike.
+    for mode in modes:
+        # The children of one mode stay alive side by side; each round times one call of
+        # each, so load changes on a shared machine hit them alike.
         children = []
-        for impl in args.impls.split(","):
+        for impl in impls:
+            if mode != "eager" and impl in EAGER_ONLY:
+                continue
             try:
-                children.append(_Child(impl, xla, args))
+                children.append(_Child(impl, mode, args))
             except RuntimeError as e:
-                print(json.dumps({"impl": impl, "xla": bool(xla), "skipped": str(e)}),
-                      flush=True)
-        for _ in range(args.steps):
+                harness.emit({"impl": impl, "mode": mode, "skipped": str(e)})
+        for _ in range(args.steps or (10 if args.forward else 6)):
             for child in children:
                 child.step()
         for child in children:
-            results[(child.impl, xla)] = line = child.finish(args)
-            print(json.dumps(line), flush=True)
-    summary = {"summary": "pretraining_throughput", **SHAPE, "batch": args.batch,
-               "seq": args.seq, "predictions": args.predictions, "precision": args.precision,
-               "cpu_count": os.cpu_count(), "load_average_1m": round(os.getloadavg()[0], 2)}
-    for xla, tag in ((0, "no_xla"), (1, "xla")):
-        ours = results.get(("keras_bert", xla))
-        peers = [results[(p, xla)] for p in ("tf_models_official", "keras_hub")
-                 if (p, xla) in results]
-        if ours and peers:
-            best = max(peers, key=lambda r: r["seq_per_s"])
-            summary[f"keras_bert_seq_per_s_{tag}"] = ours["seq_per_s"]
-            summary[f"fastest_peer_{tag}"] = best["impl"]
-            summary[f"speedup_vs_fastest_peer_{tag}"] = round(
-                ours["seq_per_s"] / best["seq_per_s"], 2)
-            best_cpu = max(peers, key=lambda r: r["seq_per_cpu_s"])
-            summary[f"cpu_time_speedup_vs_fastest_peer_{tag}"] = round(
-                ours["seq_per_cpu_s"] / best_cpu["seq_per_cpu_s"], 2)
-            summary[f"peak_rss_mb_{tag}"] = {r["impl"]: r["peak_rss_mb"] for r in [ours, *peers]}
-            ceiling = results.get(("ceiling", xla))
-            if ceiling:
-                summary[f"matmul_ceiling_seq_per_s_{tag}"] = ceiling["seq_per_s"]
-                summary[f"fraction_of_matmul_ceiling_{tag}"] = round(
-                    ours["seq_per_s"] / ceiling["seq_per_s"], 2)
-                summary[f"fastest_peer_fraction_of_matmul_ceiling_{tag}"] = round(
-                    best["seq_per_s"] / ceiling["seq_per_s"], 2)
-    print(json.dumps(summary))
+            results[(child.impl, mode)] = line = child.finish(args)
+            harness.emit(line)
+    harness.emit(summarize(results, args, modes))
 
 
 if __name__ == "__main__":

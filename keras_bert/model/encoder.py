@@ -78,7 +78,7 @@ class BertEncoder(keras.Model):
     notebook, `training` not True), the encoder runs as one `tf.function` traced once per
     input signature (`reduce_retracing`: after a second shape the batch and sequence axes
     stay unknown), not layer by layer: 1.4x the eager rate on a CPU
-    (`benchmarks/encoder_throughput.py`; `tf_fast.eager_inference`).
+    (`benchmarks/pretraining_throughput.py --forward`; `tf_fast.eager_inference`).
     `compile_eager_calls = False` turns that off.
 
     `quantize("int8")` (or "int4", "float8"; `QUANTIZATION_MODES`) quantizes the dense

@@ -5,7 +5,8 @@ The layers (`layers.attention`, `layers.transformer`, `layers.heads`,
 and run on every Keras 3 backend (TensorFlow, JAX, PyTorch). On the TensorFlow backend
 (`ENABLED`: `keras.backend.backend() == "tensorflow"`) they call the functions here
 instead, which compute the same values with the TensorFlow ops that its CPU kernels and
-grappler run fastest (`benchmarks/pretraining_throughput.py`, `benchmarks/profile_step.py`):
+grappler run fastest (`benchmarks/pretraining_throughput.py`; profiled once with
+`git show 9273a48:benchmarks/profile_step.py`):
 
 - `dense_rows`: a projection as one 2-D MatMul and a BiasAdd on [batch * seq, in] rows
   (a batched einsum runs as BatchMatMulV2, slower, and a plain add is not fused);
@@ -86,7 +87,7 @@ def gelu(x):
     graph it is 0.5 x (1 + erf(x / sqrt 2)), a pattern grappler fuses into the
     preceding MatMul (as it does `tf.nn.gelu`) and whose gradient is 2.6x faster than
     `tf.nn.gelu`'s in bfloat16 (that one goes through a slow bfloat16 Erfc kernel; a
-    sixth of a mixed_bfloat16 training step, `benchmarks/profile_step.py`).
+    sixth of a mixed_bfloat16 training step, profiled once).
 
     Example:
 

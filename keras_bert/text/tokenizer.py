@@ -8,7 +8,7 @@ greedy longest-match-first WordPiece with `##` continuations and `[UNK]` for wor
 more than 200 characters. `BertTokenizer` reproduces it exactly and runs as TF ops, so
 it works eagerly, in `tf.data` and in exported SavedModels.
 
-How (measured, see benchmarks/tokenizer_throughput.py):
+How (measured once: `git show 9273a48:benchmarks/tokenizer_throughput.py`):
 
 * tensorflow-text's `FastBertTokenizer` is the fastest WordPiece implementation here
   (7-10x its `BertTokenizer`), but its normalizer is not Google's: it case-folds with

@@ -46,9 +46,9 @@ from keras_bert.training.run_directory import RunDirectory, run_settings
 logger = logging.getLogger("keras_bert")
 
 # The most steps `steps_per_execution` chooses by itself: on TPU one host round trip per
-# up to 1000 steps. On CPU 1: measured with benchmarks/pretraining_throughput.py
-# --config demo on a 2-core AVX2 CPU, 20 steps per execution trained the demo's tiny
-# model no faster (steps per CPU second 1.76 against 1.93 at batch 64, 3.27 against
+# up to 1000 steps. On CPU 1: measured with `--config demo` of `git show
+# 9273a48:benchmarks/pretraining_throughput.py` on a 2-core AVX2 CPU, 20 steps per
+# execution trained the demo's tiny model no faster (steps per CPU second 1.76 against 1.93 at batch 64, 3.27 against
 # 3.45 at batch 32): its step is arithmetic, and the host work around it is ~3%. A
 # value given in the options is used as it is.
 TPU_STEPS_PER_EXECUTION_CAP = 1000

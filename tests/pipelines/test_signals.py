@@ -5,7 +5,7 @@ and nothing half-written is published; atomic directories never replace what ano
 writer put there meanwhile; two fine-tunes into one --output_dir give one run and one
 clear error; a bogus KERAS_BACKEND is one line and exit 2.
 
-`scripts/signal_probe.py` sweeps many more delays than these tests do."""
+Under `-m slow` a sweep sends both signals to `keras-bert export` at many delays."""
 
 from __future__ import annotations
 
@@ -284,6 +284,27 @@ def test_sigterm_inside_a_gc_callback_during_export(run_dir, tmp_path):
     sent_at = float(stamp.read_text())
     assert "Exception ignored" not in child.stderr
     _assert_one_line_stop(child, child.stderr, 143, sent_at)
+    _nothing_partial(out)
+
+
+@pytest.mark.slow  # about 8 minutes: 16 tiny exports, each signalled at its delay
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize("delay", [0.3, 1, 2, 3, 4, 6, 8, 12])
+def test_a_signal_at_any_moment_of_an_export_stops_it_cleanly(run_dir, tmp_path, signum,
+                                                             code, delay):
+    """The sweep: at every delay, from the start-up imports to the last write, the
+    command either finished first (exit 0, a complete version) or stops with one line."""
+    out = tmp_path / "out"
+    child = subprocess.Popen(_export(run_dir, out, ["-m", "keras_bert"]), env=_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    sent_at = time.monotonic()
+    if child.poll() is None:
+        child.send_signal(signum)
+    _, stderr = child.communicate(timeout=EXPORT_SECONDS)
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+    if child.returncode != 0:
+        _assert_one_line_stop(child, stderr, code, sent_at)
     _nothing_partial(out)
 
 

@@ -205,7 +205,8 @@ def _check_serve_text(swag, got):
     # Against the Keras model's probabilities (TensorFlow): the SavedModel's and LiteRT's
     # (XNNPACK) differ by up to 4.6e-5 absolute, 1.1e-4 relative on a 2-core AVX512 AMD
     # EPYC (worst with ONEDNN_MAX_CPU_ISA=AVX2; 1.44e-5 with TF_ENABLE_ONEDNN_OPTS=0, as
-    # on a 2-core AMX Xeon): benchmarks/results/runtime_spread_amd-epyc-2core-avx512.jsonl.
+    # on a 2-core AMX Xeon): `git show 9273a48:benchmarks/runtime_spread.py` and its
+    # results/runtime_spread_amd-epyc-2core-avx512.jsonl.
     # rtol is ~10x the worst relative difference. Other CPUs were emulated on the
     # TensorFlow side only (ONEDNN_MAX_CPU_ISA can lower the ISA, not add AMX); LiteRT
     # ran this CPU's XNNPACK kernels, which have no such override.

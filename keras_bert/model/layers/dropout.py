@@ -4,7 +4,8 @@ a float.
 Keras's `Dropout` draws one uniform float per element (TensorFlow's
 `stateless_dropout`), compares it with the rate and selects. On CPU the random numbers
 are most of its cost, and dropout is a fifth of a mixed_bfloat16 pretraining step
-(`benchmarks/profile_step.py`). On the TensorFlow backend `BertDropout` draws half as
+(profiled once with the TensorFlow profiler: `git show
+9273a48:benchmarks/profile_step.py`). On the TensorFlow backend `BertDropout` draws half as
 many 32-bit Philox words and reads each as two 16-bit numbers (`tf_fast.keep_mask`): an
 element is dropped when its number is below `round(rate * 65536)`, so the rate is kept to
 within 2**-17 (0.1 → 0.1000061), and kept elements are scaled by 1 / (1 - rate) as in
