@@ -37,6 +37,7 @@ from keras_bert.metrics import ner_span_metrics
 from keras_bert.model.taggers import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import as_numpy_outputs, read_lines
+from keras_bert.tasks.labels import refuse, tag_problem
 from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
 from keras_bert.tasks.windows import max_context_windows, window_spans
 
@@ -150,7 +151,21 @@ class NerTask(Task):
                 raise ArgumentError(f"sentence {i} has {len(sentence)} words but "
                                     f"{len(sentence_tags)} tags.", field="y")
             examples.append(NerExample(sentence, sentence_tags))
-        return examples
+        return self._known_tags(examples)
+
+    def _known_tags(self, examples: list[NerExample]) -> list[NerExample]:
+        """`examples` with tags given as class indices turned into tag names, once every
+        tag is checked against the label list (when the task has one): one
+        `ArgumentError` names each unknown tag, its sentence and word, and the tags."""
+        if self.labels is None:
+            return examples
+        problems = [(f"sentence {i}, word {j}", problem) for i, e in enumerate(examples)
+                    for j, tag in enumerate(e.tags or ())
+                    if (problem := tag_problem(_tag_name(tag, self.labels), self.labels))]
+        refuse(problems, "y", "Build the tagger with label_names that include every tag "
+               "(from_preset(..., label_names=[...])), or fix the tags.")
+        return [e if e.tags is None else dataclasses.replace(
+            e, tags=tuple(_tag_name(t, self.labels) for t in e.tags)) for e in examples]
 
     def read_examples(self, path: str, labelled: bool = True) -> list[NerExample]:
         """Sentences of a CoNLL-2003 file (see the module docstring).
@@ -193,7 +208,10 @@ class NerTask(Task):
                 if not self.tag_pattern.fullmatch(fields[-1]):
                     raise DataError(f"tag {fields[-1]!r} is not {self.tag_rule}.",
                                     path=path, line=number)
+                self._check_file_tag(fields[-1], path, number)
                 tags.append(fields[-1])
+            elif len(fields) > 1:  # prediction input with its tags: they must belong too
+                self._check_file_tag(fields[-1], path, number)
             if not words:
                 first_line = number
             words.append(fields[0])
@@ -202,6 +220,14 @@ class NerTask(Task):
             raise DataError("has no sentences (CoNLL-2003 layout: a token per line, "
                             "blank lines between sentences).", path=path)
         return examples
+
+    def _check_file_tag(self, tag: str, path: str, line: int) -> None:
+        """`DataError` naming the file and line of a tag outside the task's label list
+        (once it has one: learnt from the training file, or restored with a run)."""
+        problem = None if self.labels is None else tag_problem(tag, self.labels)
+        if problem:
+            raise DataError(f"{problem}, those of the training data: a tag train never "
+                            "had cannot be predicted or scored.", path=path, line=line)
 
     # --- features and model ---------------------------------------------------------
     def features(self, examples: Sequence[NerExample], tokenizer,
@@ -215,8 +241,9 @@ class NerTask(Task):
         Nothing is cut off: every piece is in some window.
 
         Labels [n, max_seq_length] hold each word's tag index on its first piece in
-        every window that holds that piece, and `IGNORE_LABEL` elsewhere (also for a
-        tag missing from the label list, counted in `extra["unknown_tags"]`). Every
+        every window that holds that piece, and `IGNORE_LABEL` elsewhere; a tag missing
+        from the label list is refused (`ArgumentError` naming the example), never
+        trained as "ignore". Every
         window, not only a word's max-context one, because each window is then
         labelled as a sentence of its own would be: the model learns from every
         position it reads, including a window's edges, where it still has to tag the
@@ -282,12 +309,12 @@ class NerTask(Task):
 
         extra = {"word_features": word_features,
                  "word_positions": word_positions.astype(np.int32),
-                 "word_splits": word_splits, "unknown_tags": 0,
+                 "word_splits": word_splits,
                  # Windows, not truncation: no word piece is ever cut off.
                  TRUNCATED_TOKENS: np.zeros(len(examples), np.int32)}
         labels = None
         if all_labelled:
-            labels, extra["unknown_tags"] = self._window_labels(
+            labels = self._window_labels(
                 examples, len(ids), word_start, (n, seq_length),
                 (piece_window, 1 + in_window), source)
         inputs = {"input_word_ids": word_ids, "input_mask": mask,
@@ -325,16 +352,18 @@ class NerTask(Task):
         """The label rows of `features`: each word's tag index on its first piece, in every
         window that holds that piece (`cells`: the window and position of each windowed
         piece, `source`: its index in the flat piece list), `IGNORE_LABEL` elsewhere.
-        Returns them and the number of tags missing from the label list."""
+        A tag missing from the label list is an `ArgumentError` naming its example."""
+        refuse([(f"example {i}" + (f" (line {e.line + j})" if e.line else ""), problem)
+                for i, e in enumerate(examples) for j, tag in enumerate(e.tags)
+                if (problem := tag_problem(tag, self.labels))], "examples",
+               "A tag outside the label list would be trained as 'ignore'.")
         index = {tag: i for i, tag in enumerate(self.labels)}
-        tag_ids = np.array([index.get(t, IGNORE_LABEL) for e in examples for t in e.tags],
-                           np.int32)
-        unknown_tags = int(np.sum(tag_ids == IGNORE_LABEL))
+        tag_ids = np.array([index[t] for e in examples for t in e.tags], np.int32)
         piece_tag = np.full(num_pieces, IGNORE_LABEL, np.int32)
         piece_tag[word_start] = tag_ids  # on first pieces only
         labels = np.full(shape, IGNORE_LABEL, np.int32)
         labels[cells] = piece_tag[source]
-        return labels, unknown_tags
+        return labels
 
     @staticmethod
     def _tokenize_words(tokenizer, words):
@@ -440,6 +469,13 @@ CONLL2003_TFDS_TAGS = frozenset(["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC
                                  "B-MISC", "I-MISC"])
 """The `ner` class names of tfds's conll2003 (in any order)."""
 _TFDS_SPLITS = {"train": "train", "dev": "dev", "valid": "dev", "test": "test"}
+
+
+def _tag_name(tag, labels: Sequence[str]):
+    """A tag given as a class index (an int in range) as its name; anything else as it is."""
+    if isinstance(tag, int) and not isinstance(tag, bool) and 0 <= tag < len(labels):
+        return labels[tag]
+    return tag
 
 
 def _pieces_with_unk(piece_ids, piece_counts, unk_id: int):
