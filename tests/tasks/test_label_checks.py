@@ -93,6 +93,25 @@ def test_tag_files_refuse_a_tag_train_never_had_naming_file_and_line(tmp_path):
         task.text_examples(["Rain falls"], [["NOUN", "ADV"]])
 
 
+def test_features_never_train_an_unknown_tag_as_ignore(tmp_path):
+    from keras_bert.tasks.tagging.generic import TaggingTask
+    from keras_bert.tasks.tagging.task import NerExample
+
+    settings = FeatureSettings(max_seq_length=8)
+    with pytest.raises(ArgumentError, match=r"tag 'ADV' is not one of the tagger's tags "
+                                            r"\['NOUN', 'VERB'\] \(example 0 \(line 4\)\)"):
+        TaggingTask(["NOUN", "VERB"]).features(
+            [NerExample(("Rain", "falls"), ("NOUN", "ADV"), line=3)], rich_tokenizer(False),
+            settings)
+    # CoNLL-2003 (`ner`): a dev chunk-start tag train lacks (IOB1's rare B-) is read and
+    # scored as a wrong prediction, as conlleval does; raw text still refuses it.
+    ner = NerTask(["O", "I-PER"])
+    dev = ner.read_examples(_write(tmp_path / "valid.txt", "Ann B-PER\nran O\n"))
+    assert ner.features(dev, rich_tokenizer(False), settings).extra["unknown_tags"] == 1
+    with pytest.raises(ArgumentError, match="tag 'B-PER'"):
+        ner.text_examples(["Ann ran"], [["B-PER", "O"]])
+
+
 # --- the classifier --------------------------------------------------------------------
 
 

@@ -180,11 +180,9 @@ def test_unknown_tags_and_config(small_tokenizer):
         task.features([NerExample(("anna",))], small_tokenizer, FeatureSettings())
     task.features([NerExample(("anna", "oslo"), ("I-PER", "O"))], small_tokenizer,
                   FeatureSettings(max_seq_length=8))
-    # A tag outside the label list is refused, never trained as "ignore".
-    with pytest.raises(ArgumentError, match=r"tag 'B-LOC' is not one of the tagger's tags "
-                                            r"\['O', 'I-PER'\] \(example 0 \(line 4\)\)"):
-        task.features([NerExample(("anna", "oslo"), ("I-PER", "B-LOC"), line=3)],
-                      small_tokenizer, FeatureSettings(max_seq_length=8))
+    dev = task.features([NerExample(("anna", "oslo"), ("I-PER", "B-LOC"))], small_tokenizer,
+                        FeatureSettings(max_seq_length=8))
+    assert dev.labels[0, :3].tolist() == [-1, 1, -1] and dev.extra["unknown_tags"] == 1
     restored = NerTask()
     restored.restore(task.config())
     assert restored.labels == ("O", "I-PER") and task.config()["task"] == "ner"

@@ -54,6 +54,7 @@ class TaggingTask(NerTask):
     family = "tagging"
     tag_pattern = re.compile(r"\S+")
     tag_rule = "a tag without whitespace"
+    refuses_unknown_file_tags = True  # a dev tag train never had: file and line, exit 2
     _FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 
     def __repr__(self):

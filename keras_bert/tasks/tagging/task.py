@@ -87,6 +87,12 @@ class NerTask(Task):
     # What a tag must look like, and the words of the error when it does not.
     tag_pattern = _TAG
     tag_rule = "'O' or B-/I-/E-/S-TYPE"
+    # Whether a file's tag outside the label list (once it has one) is refused. Not for
+    # CoNLL-2003: the benchmark's dev and test files may hold a chunk-start tag of its
+    # scheme that train lacks (IOB1's rare B-), which conlleval still scores by chunk;
+    # such a tag is scored as a wrong prediction, as the official evaluation does.
+    # Your own tags (`TaggingTask`) are refused. Raw-text tags always are.
+    refuses_unknown_file_tags = False
 
     def __init__(self, labels: Sequence[str] | None = None):
         self.labels = None if labels is None else self._checked_labels(labels)
@@ -223,8 +229,11 @@ class NerTask(Task):
 
     def _check_file_tag(self, tag: str, path: str, line: int) -> None:
         """`DataError` naming the file and line of a tag outside the task's label list
-        (once it has one: learnt from the training file, or restored with a run)."""
-        problem = None if self.labels is None else tag_problem(tag, self.labels)
+        (once it has one: learnt from the training file, or restored with a run), for a
+        task that `refuses_unknown_file_tags`."""
+        if self.labels is None or not self.refuses_unknown_file_tags:
+            return
+        problem = tag_problem(tag, self.labels)
         if problem:
             raise DataError(f"{problem}, those of the training data: a tag train never "
                             "had cannot be predicted or scored.", path=path, line=line)
@@ -241,9 +250,11 @@ class NerTask(Task):
         Nothing is cut off: every piece is in some window.
 
         Labels [n, max_seq_length] hold each word's tag index on its first piece in
-        every window that holds that piece, and `IGNORE_LABEL` elsewhere; a tag missing
-        from the label list is refused (`ArgumentError` naming the example), never
-        trained as "ignore". Every
+        every window that holds that piece, and `IGNORE_LABEL` elsewhere. A tag missing
+        from the label list is refused (`ArgumentError` naming the example) by a task
+        that `refuses_unknown_file_tags`; CoNLL-2003's dev tags of that kind are
+        `IGNORE_LABEL` too, counted in `extra["unknown_tags"]` (`text_examples` refuses
+        them in raw text, so `fit` never trains one as "ignore"). Every
         window, not only a word's max-context one, because each window is then
         labelled as a sentence of its own would be: the model learns from every
         position it reads, including a window's edges, where it still has to tag the
@@ -309,12 +320,12 @@ class NerTask(Task):
 
         extra = {"word_features": word_features,
                  "word_positions": word_positions.astype(np.int32),
-                 "word_splits": word_splits,
+                 "word_splits": word_splits, "unknown_tags": 0,
                  # Windows, not truncation: no word piece is ever cut off.
                  TRUNCATED_TOKENS: np.zeros(len(examples), np.int32)}
         labels = None
         if all_labelled:
-            labels = self._window_labels(
+            labels, extra["unknown_tags"] = self._window_labels(
                 examples, len(ids), word_start, (n, seq_length),
                 (piece_window, 1 + in_window), source)
         inputs = {"input_word_ids": word_ids, "input_mask": mask,
@@ -352,18 +363,22 @@ class NerTask(Task):
         """The label rows of `features`: each word's tag index on its first piece, in every
         window that holds that piece (`cells`: the window and position of each windowed
         piece, `source`: its index in the flat piece list), `IGNORE_LABEL` elsewhere.
-        A tag missing from the label list is an `ArgumentError` naming its example."""
-        refuse([(f"example {i}" + (f" (line {e.line + j})" if e.line else ""), problem)
-                for i, e in enumerate(examples) for j, tag in enumerate(e.tags)
-                if (problem := tag_problem(tag, self.labels))], "examples",
-               "A tag outside the label list would be trained as 'ignore'.")
+        Returns them and the number of tags missing from the label list (refused when
+        the task `refuses_unknown_file_tags`)."""
+        if self.refuses_unknown_file_tags:
+            refuse([(f"example {i}" + (f" (line {e.line + j})" if e.line else ""), problem)
+                    for i, e in enumerate(examples) for j, tag in enumerate(e.tags)
+                    if (problem := tag_problem(tag, self.labels))], "examples",
+                   "A tag outside the label list would be trained as 'ignore'.")
         index = {tag: i for i, tag in enumerate(self.labels)}
-        tag_ids = np.array([index[t] for e in examples for t in e.tags], np.int32)
+        tag_ids = np.array([index.get(t, IGNORE_LABEL) for e in examples for t in e.tags],
+                           np.int32)
+        unknown_tags = int(np.sum(tag_ids == IGNORE_LABEL))
         piece_tag = np.full(num_pieces, IGNORE_LABEL, np.int32)
         piece_tag[word_start] = tag_ids  # on first pieces only
         labels = np.full(shape, IGNORE_LABEL, np.int32)
         labels[cells] = piece_tag[source]
-        return labels
+        return labels, unknown_tags
 
     @staticmethod
     def _tokenize_words(tokenizer, words):
