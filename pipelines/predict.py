@@ -7,9 +7,9 @@ a number for STS-B). SQuAD: --input is SQuAD JSON; --output is the `predictions.
 (question id -> answer text; `nbest_predictions.json` and, for v2.0, `null_odds.json`
 beside it). NER: CoNLL text in, `word gold prediction` lines out. SWAG: CSV in,
 `index,prediction` out. classification: a TSV or CSV with the run's text column(s)
-(the label column may be left out) in, `index<TAB>label` out (the `id` column, else
-the row number); tagging: words one per line (tags optional) in, `word prediction`
-lines out.
+(the label column may be left out; labels given must be the run's) in,
+`index<TAB>label` out (the `id` column, else the row number); tagging: words one per
+line (tags optional; tags given must be the run's) in, `word prediction` lines out.
 
 Example:
 

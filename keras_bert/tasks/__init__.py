@@ -12,6 +12,8 @@ Shared by the families:
 
 - `base`: the `Task` interface, `Features` and the dynamically padded tf.data input.
 - `common`: file readers, text-segment encoding, outputs.
+- `labels`: the one judgment of labels, tags and scores that do not belong, which the
+  raw-text face (by index) and the file readers (by file and line) both apply.
 - `windows`: the window rule over long passages and sentences; `litert_windows` the
   same in LiteRT's int32 ops.
 - `serving`: the checks that turn `serve_text`'s inputs into batches of strings.

@@ -207,27 +207,3 @@ def label_list(y, count: int) -> list | None:
     if len(y) != count:
         raise ArgumentError(f"{count} inputs but {len(y)} labels.", field="y")
     return list(y)
-
-
-def class_label(value, labels: Sequence[str] | None, task_name: str):
-    """A raw label as examples hold it: the label name of a class index or name in
-    `labels`, or for a regression (`labels` None) the score as a float.
-
-    Example:
-
-    >>> class_label(1, ("neg", "pos"), "sst2"), class_label(2.5, None, "stsb")
-    ('pos', 2.5)
-    """
-    if labels is None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ArgumentError(f"{task_name} is a regression: labels are numbers, got "
-                                f"{value!r}.", field="y")
-        return float(value)
-    if isinstance(value, str):
-        if value not in labels:
-            raise ArgumentError(f"label {value!r} is not one of {list(labels)}.", field="y")
-        return value
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < len(labels):
-        raise ArgumentError(f"label {value!r} is neither one of {list(labels)} nor a class "
-                            f"index 0-{len(labels) - 1}.", field="y")
-    return labels[value]

@@ -124,7 +124,7 @@ def test_tagging_any_tag_set_metrics_and_config(tmp_path):
     assert entities.main_metric == "f1" and "f1" in entities.evaluate(
         entities.text_examples(["a b"], [["B-X", "O"]]), [["B-X", "O"]])
     with pytest.raises(DataError, match=r"bad.txt:2: has 2 columns, expected 3"):
-        task.read_examples(_write(tmp_path / "bad.txt", "a B c\nd E\n"))
+        get_task("tagging").read_examples(_write(tmp_path / "bad.txt", "a B c\nd E\n"))
     with pytest.raises(ArgumentError, match="no split 'valid'"):
         task.split_path(str(tmp_path), "valid")
     assert os.path.basename(task.split_path("d", "dev")) == "dev.txt"

@@ -11,12 +11,16 @@ Spearman) as its metric. `config()` saves the labels and the pairing with the ru
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.metrics import accuracy
 from keras_bert.tasks.glue import table
 from keras_bert.tasks.glue.task import GlueExample, GlueTask
+from keras_bert.tasks.labels import mixed_kinds
+
+logger = logging.getLogger("keras_bert")
 
 TASK_NAME = "classification"
 # What old demo runs saved as their task: the same task (see `keras_bert.tasks.glue`).
@@ -131,22 +135,35 @@ class TextClassificationTask(GlueTask):
                 raise DataError(f"has {len(row)} columns, expected {len(names)} like the "
                                 f"header ({', '.join(names[:12])}).", path=path, line=number)
             label = self._file_label(row[label_index], path, number) if labelled else None
+            if not labelled and label_index is not None and row[label_index].strip():
+                self._file_label(row[label_index], path, number)  # unused, but it must belong
             guid = row[id_index] if id_index is not None else str(len(examples))
             texts = [row[i] for i in text_index]
             examples.append(GlueExample(guid, texts[0], texts[1] if pair else None, label))
         if not examples:
             raise DataError("has a header but no rows.", path=path)
+        if labelled and self.labels == ():  # the training file: its labels are learnt
+            _warn_mixed_kinds([e.label for e in examples], path)
         return examples
+
+    # Files: an unknown label is not one of the labels ... (GlueTask._parse_label).
+    known_labels = "the labels learnt from the training data "
 
     def _file_label(self, raw: str, path: str, line: int):
         if self.labels is None:  # a restored regression
             return self._parse_label(raw, path, line)
         if not raw.strip():
             raise DataError("has an empty label.", path=path, line=line)
-        if self.labels and raw not in self.labels:
-            raise DataError(f"label {raw!r} is not one of the labels learnt from the "
-                            f"training data {list(self.labels)}.", path=path, line=line)
-        return raw
+        return self._parse_label(raw, path, line) if self.labels else raw
+
+    def label_hint(self, values: list) -> str:
+        """How to train on label names the classifier does not have."""
+        names = sorted({v for v in values if isinstance(v, str)})
+        if not names:
+            return f"The classifier's labels are {list(self.labels)}."
+        return (f"The classifier's labels are {list(self.labels)}; to train on label "
+                f"names, build it with label_names={names} (from_preset(..., "
+                "label_names=[...])), or give class indices.")
 
     def _set_pair(self, pair: bool) -> None:
         self.pair = pair
@@ -174,7 +191,9 @@ class TextClassificationTask(GlueTask):
             from keras_bert.tasks.common import label_list
 
             labels = self.labels
-            self.labels = tuple(sorted({str(v) for v in label_list(y, len(y))}))
+            y = [str(v) for v in label_list(y, len(y))]  # names, not class indices
+            self.labels = tuple(sorted(set(y)))
+            _warn_mixed_kinds(self.labels, "y")
             try:
                 return super().text_examples(x, y)
             finally:
@@ -207,3 +226,11 @@ class TextClassificationTask(GlueTask):
             self.main_metric = self.metric_names[-1]
         if config.get("pair") is not None:
             self._set_pair(config["pair"])
+
+
+def _warn_mixed_kinds(labels, where: str) -> None:
+    """Warns when labels about to be learnt mix numbers with names (`where`: the file,
+    or `y`): `0`, `1`, `neg`, `pos` would become four classes."""
+    note = mixed_kinds(labels)
+    if note:
+        logger.warning("%s %s.", where, note)

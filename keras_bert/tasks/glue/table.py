@@ -8,8 +8,10 @@ File layout (`data_dir` holds `train`, `dev` and, optionally, `test`, each `.tsv
 - the text: a `text` column (single texts), or `text_a` and `text_b` (text pairs);
   GLUE's names `sentence`, or `sentence1` and `sentence2`, are read alike;
 - the label: a `label` column holding the class name (any non-empty string; the label
-  set is learnt from the training file and saved with the run); prediction input may
-  leave it out;
+  set is learnt from the training file and saved with the run; a dev label, or a
+  prediction input's, that the training file did not have is refused, naming its file
+  and line); prediction input may leave it out; labels that mix numbers with names
+  (`0`, `neg`) are warned about: each is a class of its own;
 - an optional `id` (or `index`) column names each row in the predictions file, else
   the row's number (0 for the first row after the header);
 - `.tsv`: fields separated by tabs, no quoting (a quote character is ordinary text);

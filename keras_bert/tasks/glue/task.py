@@ -37,13 +37,13 @@ from keras_bert.model.models import BertClassifier
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import (
     as_numpy_outputs,
-    class_label,
     encode_text_segments,
     label_list,
     read_lines,
     text_pairs,
     warn_blank_lines,
 )
+from keras_bert.tasks.labels import class_problem, refuse, score
 from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
 
 
@@ -231,21 +231,34 @@ class GlueTask(Task):
         return examples
 
     def _parse_label(self, raw: str, path: str, line: int):
+        """A file's label as examples hold it (`keras_bert.tasks.labels`' judgment,
+        the same as `text_examples`'), or `DataError` naming the file and line."""
         if self.labels is None:
-            try:
-                score = float(raw)
-            except ValueError:
-                raise DataError(f"score {raw!r} is not a number.", path=path,
-                                line=line) from None
+            value, problem = score(raw)
+            if problem and self.score_range and _is_float(raw):
+                value, problem = math.nan, None  # NaN, inf: outside the range, said below
+            if problem:
+                raise DataError(f"{problem}; {self.name} is a regression: every label is "
+                                "a finite number.", path=path, line=line)
             low, high = self.score_range or (-math.inf, math.inf)
-            if not low <= score <= high:  # NaN fails too
+            if not low <= value <= high:
                 raise DataError(f"score {raw!r} is outside GLUE {self.name}'s range "
                                 f"{low:g} to {high:g}.", path=path, line=line)
-            return score
-        if raw not in self.labels:
-            raise DataError(f"label {raw!r} is not one of GLUE {self.name}'s labels "
-                            f"{list(self.labels)}.", path=path, line=line)
+            return value
+        problem = class_problem(raw, self.labels, indices=False, known=self.known_labels)
+        if problem:
+            raise DataError(f"{problem}.", path=path, line=line)
         return raw
+
+    # What a file's unknown label is not one of (before the label list).
+    @property
+    def known_labels(self) -> str:
+        return f"GLUE {self.name}'s labels "
+
+    def label_hint(self, values: list) -> str:
+        """What `text_examples` adds when some of the labels `values` are refused (GLUE's
+        label sets are fixed: nothing)."""
+        return ""
 
     # --- raw text (the task model's face) ------------------------------------------
     def text_examples(self, x, y=None) -> list[GlueExample]:
@@ -265,11 +278,26 @@ class GlueTask(Task):
                 f"{self.name} classifies {'pairs of texts' if pair else 'single texts'}; "
                 + ("give pairs: x=(texts, text_pairs) or {'text': ..., 'text_pair': ...}."
                    if pair else "give a list of texts, not pairs."), field="x")
-        labels = label_list(y, len(first))
+        labels = self.raw_labels(label_list(y, len(first)))
         return [GlueExample(str(i), a, None if second is None else second[i],
-                            None if labels is None else class_label(labels[i], self.labels,
-                                                                    self.name))
+                            None if labels is None else labels[i])
                 for i, a in enumerate(first)]
+
+    def raw_labels(self, values: list | None) -> list | None:
+        """Raw labels `y` as examples hold them: label names (of a name or a class
+        index) or, for a regression, finite floats. One `ArgumentError` names every
+        label that does not belong (`y[i]`) and the task's labels."""
+        if values is None:
+            return None
+        if self.labels is None:
+            scores = [score(v) for v in values]
+            refuse([(f"y[{i}]", problem) for i, (_, problem) in enumerate(scores) if problem],
+                   "y", f"{self.name} is a regression: every label is a finite number.")
+            return [value for value, _ in scores]
+        problems = [(f"y[{i}]", problem) for i, v in enumerate(values)
+                    if (problem := class_problem(v, self.labels))]
+        refuse(problems, "y", self.label_hint(values) if problems else "")
+        return [v if isinstance(v, str) else self.labels[v] for v in values]
 
     # --- features and model ---------------------------------------------------------
     def features(self, examples: Sequence[GlueExample], tokenizer,
@@ -299,6 +327,9 @@ class GlueTask(Task):
         if self.labels is None:
             return np.array([e.label for e in examples], np.float32)
         index = {label: i for i, label in enumerate(self.labels)}
+        refuse([(f"example {i}", problem) for i, e in enumerate(examples)
+                if (problem := class_problem(e.label, self.labels, indices=False))],
+               "examples")
         return np.array([index[e.label] for e in examples], np.int32)
 
     def build_model(self, encoder, **kwargs):
@@ -400,6 +431,14 @@ class GlueTask(Task):
                                 f"{sorted(GLUE_TASKS)}.", field="task")
         task.restore(config)
         return task
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _chain_first(first, rest):

@@ -9,8 +9,9 @@ Prediction input may hold the words alone, one per line.
 
 The tag set is any set of two or more tags (no whitespace inside a tag): the distinct
 tags of the training file, sorted with "O" first, saved with the run (`config()`) and
-restored for evaluation, prediction and export. A dev tag the training file does not
-have counts as a wrong prediction.
+restored for evaluation, prediction and export. A dev (or prediction input) tag the
+training file does not have is refused, naming its file and line: the model could
+neither predict nor be scored on it (`keras_bert.tasks.labels`).
 
 Metrics: word accuracy; when every tag is "O" or B-/I-/E-/S-TYPE (an entity scheme),
 also conlleval's entity precision, recall and F1, and F1 is then the main metric.
@@ -53,6 +54,7 @@ class TaggingTask(NerTask):
     family = "tagging"
     tag_pattern = re.compile(r"\S+")
     tag_rule = "a tag without whitespace"
+    refuses_unknown_file_tags = True  # a dev tag train never had: file and line, exit 2
     _FILES = {"train": "train.txt", "dev": "dev.txt", "test": "test.txt"}
 
     def __repr__(self):

@@ -37,6 +37,7 @@ from keras_bert.metrics import ner_span_metrics
 from keras_bert.model.taggers import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import as_numpy_outputs, read_lines
+from keras_bert.tasks.labels import refuse, tag_problem
 from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
 from keras_bert.tasks.windows import max_context_windows, window_spans
 
@@ -86,6 +87,12 @@ class NerTask(Task):
     # What a tag must look like, and the words of the error when it does not.
     tag_pattern = _TAG
     tag_rule = "'O' or B-/I-/E-/S-TYPE"
+    # Whether a file's tag outside the label list (once it has one) is refused. Not for
+    # CoNLL-2003: the benchmark's dev and test files may hold a chunk-start tag of its
+    # scheme that train lacks (IOB1's rare B-), which conlleval still scores by chunk;
+    # such a tag is scored as a wrong prediction, as the official evaluation does.
+    # Your own tags (`TaggingTask`) are refused. Raw-text tags always are.
+    refuses_unknown_file_tags = False
 
     def __init__(self, labels: Sequence[str] | None = None):
         self.labels = None if labels is None else self._checked_labels(labels)
@@ -150,7 +157,21 @@ class NerTask(Task):
                 raise ArgumentError(f"sentence {i} has {len(sentence)} words but "
                                     f"{len(sentence_tags)} tags.", field="y")
             examples.append(NerExample(sentence, sentence_tags))
-        return examples
+        return self._known_tags(examples)
+
+    def _known_tags(self, examples: list[NerExample]) -> list[NerExample]:
+        """`examples` with tags given as class indices turned into tag names, once every
+        tag is checked against the label list (when the task has one): one
+        `ArgumentError` names each unknown tag, its sentence and word, and the tags."""
+        if self.labels is None:
+            return examples
+        problems = [(f"sentence {i}, word {j}", problem) for i, e in enumerate(examples)
+                    for j, tag in enumerate(e.tags or ())
+                    if (problem := tag_problem(_tag_name(tag, self.labels), self.labels))]
+        refuse(problems, "y", "Build the tagger with label_names that include every tag "
+               "(from_preset(..., label_names=[...])), or fix the tags.")
+        return [e if e.tags is None else dataclasses.replace(
+            e, tags=tuple(_tag_name(t, self.labels) for t in e.tags)) for e in examples]
 
     def read_examples(self, path: str, labelled: bool = True) -> list[NerExample]:
         """Sentences of a CoNLL-2003 file (see the module docstring).
@@ -193,7 +214,10 @@ class NerTask(Task):
                 if not self.tag_pattern.fullmatch(fields[-1]):
                     raise DataError(f"tag {fields[-1]!r} is not {self.tag_rule}.",
                                     path=path, line=number)
+                self._check_file_tag(fields[-1], path, number)
                 tags.append(fields[-1])
+            elif len(fields) > 1:  # prediction input with its tags: they must belong too
+                self._check_file_tag(fields[-1], path, number)
             if not words:
                 first_line = number
             words.append(fields[0])
@@ -202,6 +226,17 @@ class NerTask(Task):
             raise DataError("has no sentences (CoNLL-2003 layout: a token per line, "
                             "blank lines between sentences).", path=path)
         return examples
+
+    def _check_file_tag(self, tag: str, path: str, line: int) -> None:
+        """`DataError` naming the file and line of a tag outside the task's label list
+        (once it has one: learnt from the training file, or restored with a run), for a
+        task that `refuses_unknown_file_tags`."""
+        if self.labels is None or not self.refuses_unknown_file_tags:
+            return
+        problem = tag_problem(tag, self.labels)
+        if problem:
+            raise DataError(f"{problem}, those of the training data: a tag train never "
+                            "had cannot be predicted or scored.", path=path, line=line)
 
     # --- features and model ---------------------------------------------------------
     def features(self, examples: Sequence[NerExample], tokenizer,
@@ -215,8 +250,11 @@ class NerTask(Task):
         Nothing is cut off: every piece is in some window.
 
         Labels [n, max_seq_length] hold each word's tag index on its first piece in
-        every window that holds that piece, and `IGNORE_LABEL` elsewhere (also for a
-        tag missing from the label list, counted in `extra["unknown_tags"]`). Every
+        every window that holds that piece, and `IGNORE_LABEL` elsewhere. A tag missing
+        from the label list is refused (`ArgumentError` naming the example) by a task
+        that `refuses_unknown_file_tags`; CoNLL-2003's dev tags of that kind are
+        `IGNORE_LABEL` too, counted in `extra["unknown_tags"]` (`text_examples` refuses
+        them in raw text, so `fit` never trains one as "ignore"). Every
         window, not only a word's max-context one, because each window is then
         labelled as a sentence of its own would be: the model learns from every
         position it reads, including a window's edges, where it still has to tag the
@@ -325,7 +363,13 @@ class NerTask(Task):
         """The label rows of `features`: each word's tag index on its first piece, in every
         window that holds that piece (`cells`: the window and position of each windowed
         piece, `source`: its index in the flat piece list), `IGNORE_LABEL` elsewhere.
-        Returns them and the number of tags missing from the label list."""
+        Returns them and the number of tags missing from the label list (refused when
+        the task `refuses_unknown_file_tags`)."""
+        if self.refuses_unknown_file_tags:
+            refuse([(f"example {i}" + (f" (line {e.line + j})" if e.line else ""), problem)
+                    for i, e in enumerate(examples) for j, tag in enumerate(e.tags)
+                    if (problem := tag_problem(tag, self.labels))], "examples",
+                   "A tag outside the label list would be trained as 'ignore'.")
         index = {tag: i for i, tag in enumerate(self.labels)}
         tag_ids = np.array([index.get(t, IGNORE_LABEL) for e in examples for t in e.tags],
                            np.int32)
@@ -440,6 +484,13 @@ CONLL2003_TFDS_TAGS = frozenset(["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC
                                  "B-MISC", "I-MISC"])
 """The `ner` class names of tfds's conll2003 (in any order)."""
 _TFDS_SPLITS = {"train": "train", "dev": "dev", "valid": "dev", "test": "test"}
+
+
+def _tag_name(tag, labels: Sequence[str]):
+    """A tag given as a class index (an int in range) as its name; anything else as it is."""
+    if isinstance(tag, int) and not isinstance(tag, bool) and 0 <= tag < len(labels):
+        return labels[tag]
+    return tag
 
 
 def _pieces_with_unk(piece_ids, piece_counts, unk_id: int):
