@@ -331,3 +331,42 @@ def test_finetune_continues_from_a_finetuned_runs_encoder(tmp_path, capsys):
     after = keras.saving.load_model(second / "model.keras", compile=False).encoder
     for a, b in zip(before.get_weights(), after.get_weights(), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_lora_rank_trains_the_low_rank_factors_and_the_head_only(tmp_path):
+    """`--lora_rank 4` fine-tunes what `enable_lora(4)` trains: the run's model.keras
+    (opened by Keras alone) trains the encoder's LoRA factors and the head, the same
+    variables as the Python object with `enable_lora(4)`, and far fewer than all."""
+    import keras
+    import numpy as np
+
+    import keras_bert
+    from keras_bert.model.config import BertConfig
+
+    out = tmp_path / "lora"
+    _finetune("sst2", os.path.join(TASK_DATA, "glue", "SST-2"), out, "--lora_rank", "4")
+    model = keras.saving.load_model(out / "model.keras")
+
+    def count(variables):
+        return sum(int(np.prod(v.shape)) for v in variables)
+
+    trained = sorted(v.path for v in model.trainable_variables)
+    assert trained and all("lora" in path or "pooler" in path or "logits" in path
+                           for path in trained), trained
+    assert count(model.trainable_variables) < 0.1 * count(model.variables)
+    with open(VOCAB, encoding="utf-8") as f:
+        vocab_size = sum(1 for _ in f)
+    reference = keras_bert.BertClassifier(keras_bert.BertEncoder(
+        BertConfig.from_preset("tiny", vocab_size=vocab_size)), num_classes=2)
+    reference.enable_lora(4)
+    assert count(model.trainable_variables) == count(reference.trainable_variables)
+    assert json.loads((out / "finetune_config.json").read_text())["options"]["lora_rank"] == 4
+
+
+def test_lora_rank_and_feature_based_are_refused_together(tmp_path, capsys):
+    data = os.path.join(TASK_DATA, "conll2003")
+    assert main(["finetune", "--task", "ner", "--data_dir", data, "--output_dir",
+                 str(tmp_path / "x"), *TINY, "--feature_based", "--lora_rank", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "lora_rank" in err and "feature_based" in err
+    assert not (tmp_path / "x").exists()

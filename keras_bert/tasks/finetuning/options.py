@@ -59,6 +59,8 @@ class FinetuneOptions:
             encoder, last four layers concatenated, a two-layer BiLSTM).
         group_by_length: batch training sequences of similar length together (less
             padding, same examples per epoch).
+        lora_rank: train rank-N LoRA updates of the encoder's attention and the whole
+            head instead of every weight (`BertTask.enable_lora`); None trains all.
     """
 
     max_seq_length: int | None = option(
@@ -97,6 +99,10 @@ class FinetuneOptions:
     group_by_length: bool = option(
         True, "batch training sequences of similar length together (less padding; every "
         "batch is cut to its longest sequence either way)")
+    lora_rank: int | None = option(
+        None, "train rank-N LoRA updates of the encoder's attention projections and the "
+        "whole head instead of every weight (the model's enable_lora; a few percent of "
+        "the weights train)", at_least=1)
 
     def __post_init__(self):
         checks = OptionChecks("fine-tuning options", self)
@@ -110,6 +116,10 @@ class FinetuneOptions:
         if self.feature_based and task.family != "tagging":
             raise ArgumentError("feature_based applies to the tagging task (ner) only.",
                                 field="feature_based")
+        if self.feature_based and self.lora_rank:
+            raise ArgumentError("lora_rank trains low-rank updates of the encoder, which the "
+                                "feature-based tagger keeps frozen: leave out one of "
+                                "--feature_based and --lora_rank.", field="lora_rank")
 
     def resolve(self, task: Task, config: BertConfig) -> FinetuneOptions:
         """These options for `task` on a model of `config` (after `check_task`): the

@@ -210,7 +210,10 @@ class Finetuning:
         else:
             encoder = BertEncoder(self.config, dtype=dtype)
         kwargs = {"feature_based": True} if self.options.feature_based else {}
-        return self.task.build_model(encoder, **kwargs)
+        model = self.task.build_model(encoder, **kwargs)
+        if self.options.lora_rank:
+            model.enable_lora(self.options.lora_rank)
+        return model
 
     def _train_once(self, seed: int, restart: int, callbacks=(), log_dir: str | None = None
                     ) -> tuple[keras.Model, dict, list]:
