@@ -67,8 +67,13 @@ class TextFace:
 
     def _takes_text(self, x) -> bool:
         # Text, or a list with None or no numbers in it: the raw-text path names what is
-        # wrong with it (ids go to Keras as before).
-        return self.preprocessor is not None and _face().takes_text(x)
+        # wrong with it (ids go to Keras as before); text without a preprocessor says how
+        # to get one.
+        if not _face().takes_text(x):
+            return False
+        if self.preprocessor is None:
+            _face().preprocessor_of(self)
+        return True
 
     # --- training and inference on raw text ---------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, shuffle=True, **kwargs):

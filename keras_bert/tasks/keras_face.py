@@ -76,7 +76,8 @@ RECIPE_WARMUP = 0.1
 
 
 # --- the methods the task models delegate to -------------------------------------------
-def _preprocessor(model) -> TextPreprocessor:
+def preprocessor_of(model) -> TextPreprocessor:
+    """`model`'s preprocessor; `ArgumentError` saying how to give it one."""
     if model.preprocessor is None:
         raise ArgumentError(
             f"this {type(model).__name__} has no preprocessor, so it takes token ids only: "
@@ -150,7 +151,7 @@ def fit(model, x, y=None, *, batch_size=None, epochs=1, shuffle=True, **kwargs):
         if validation_data is not None:
             raise ArgumentError("give validation_split or validation_data, not both.",
                                 field="validation_split")
-    preprocessor = _preprocessor(model)
+    preprocessor = preprocessor_of(model)
     task = preprocessor.task
     class_weight = checked_class_weight(kwargs.pop("class_weight", None), task)
     examples, weights = _labelled_examples(preprocessor, x, y, kwargs.pop("sample_weight",
@@ -227,7 +228,7 @@ def _validation_dataset(preprocessor, validation_data, batch_size, validation_ba
 def evaluate(model, x, y=None, *, batch_size=None, **kwargs):
     """`keras.Model.evaluate` on raw text with labels (and `sample_weight`)."""
     batch_size = checked_common("evaluate", kwargs, EVALUATE_KEYWORDS, batch_size)
-    preprocessor = _preprocessor(model)
+    preprocessor = preprocessor_of(model)
     examples, weights = _labelled_examples(preprocessor, x, y,
                                            kwargs.pop("sample_weight", None), "evaluate")
     count = len(examples)
@@ -242,7 +243,7 @@ def predict(model, x, *, batch_size=None, **kwargs):
     """`keras.Model.predict` on raw text: the model's outputs, one row per feature in
     input order (a SQuAD passage longer than the sequence has several windows)."""
     batch_size = checked_common("predict", kwargs, PREDICT_KEYWORDS, batch_size)
-    preprocessor = _preprocessor(model)
+    preprocessor = preprocessor_of(model)
     examples = preprocessor.examples(x, method="predict")
     dataset = preprocessor.examples_dataset(examples, batch_size)[0]
     return model.predict(dataset, **kwargs)
@@ -262,7 +263,7 @@ def size_recipe(model, total_steps: int) -> None:
 def classify(model, texts, batch_size=None) -> list[tuple]:
     """Per input, (label name, its probability); regression: (score, None)."""
     batch_size = positive_int(batch_size, "batch_size")
-    preprocessor = _preprocessor(model)
+    preprocessor = preprocessor_of(model)
     single = isinstance(texts, str)
     examples = preprocessor.examples([texts] if single else texts, method="classify")
     features = preprocessor.features(examples)
@@ -298,7 +299,7 @@ def _paired(method, first, second, names):
 def answer(model, questions, contexts, batch_size=None) -> list[str]:
     """Per question, the answer text from its context ("" for no answer, SQuAD v2)."""
     batch_size = positive_int(batch_size, "batch_size")
-    preprocessor = _preprocessor(model)
+    preprocessor = preprocessor_of(model)
     questions, contexts = decoded(questions), decoded(contexts)
     single = isinstance(questions, str)
     questions, contexts = _paired("answer", [questions] if single else questions,
@@ -315,7 +316,7 @@ def tag(model, texts, batch_size=None) -> list[list[tuple[str, str]]]:
     """Per text (a sentence, split on whitespace, or a list of its words), (word,
     label) pairs; one text (a string) gives one list."""
     batch_size = positive_int(batch_size, "batch_size")
-    preprocessor = _preprocessor(model)
+    preprocessor = preprocessor_of(model)
     texts = decoded(texts)
     single = isinstance(texts, str)
     examples, _, predictions = preprocessor.predictions(
@@ -327,7 +328,7 @@ def tag(model, texts, batch_size=None) -> list[list[tuple[str, str]]]:
 def choose(model, contexts, endings, batch_size=None) -> list[int]:
     """Per context, the index of its most likely ending (and the ending's text)."""
     batch_size = positive_int(batch_size, "batch_size")
-    preprocessor = _preprocessor(model)
+    preprocessor = preprocessor_of(model)
     contexts, endings = decoded(contexts), decoded(endings)
     single = isinstance(contexts, str)
     contexts, endings = _paired("choose", [contexts] if single else contexts,

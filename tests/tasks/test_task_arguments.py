@@ -410,3 +410,10 @@ def test_bert_preprocessor_takes_python_lists():
         pre((["a", "b", "c"], ["d", "e"]))
     with pytest.raises(ValueError, match="empty"):
         pre([])
+
+
+def test_text_to_a_model_without_preprocessor_says_how_to_get_one(classifier):
+    ids_only = keras_bert.BertClassifier(classifier.encoder, num_classes=2)
+    for call in (lambda: ids_only.fit(TEXTS, [0, 1] * 3, verbose=0),
+                 lambda: ids_only.predict(["a", None], verbose=0)):
+        _raises(call, "no preprocessor", "from_preset")
