@@ -49,8 +49,13 @@ class TextFace:
         `num_classes`, `label_names` (a classifier's or tagger's labels),
         `sequence_length` (default: the model's positions, at most 512),
         `lower_case` and `vocab_file` (default: the checkpoint's own), `task` (a
-        `--task` name whose reading and decoding to use, e.g. "squad2"), and what the
-        model's constructor takes (`dropout`).
+        `--task` name whose reading and decoding to use, e.g. "squad2"), a span
+        labeler's or tagger's windows (`max_query_length`, `doc_stride`; by default
+        SQuAD's 64 and 128, cut down to fit a short `sequence_length`), and what the
+        model's constructor takes (`dropout`). Every argument is checked before any
+        weights load: an unknown one, a value out of range, or one that contradicts
+        another (or a saved model's own classes, labels or task) raises an
+        `ArgumentError` naming it.
 
         Example:
 
@@ -61,7 +66,14 @@ class TextFace:
         return _face().from_preset(cls, source, **kwargs)
 
     def _takes_text(self, x) -> bool:
-        return self.preprocessor is not None and _face().is_text(x)
+        # Text, or a list with None or no numbers in it: the raw-text path names what is
+        # wrong with it (ids go to Keras as before); text without a preprocessor says how
+        # to get one.
+        if not _face().takes_text(x):
+            return False
+        if self.preprocessor is None:
+            _face().preprocessor_of(self)
+        return True
 
     # --- training and inference on raw text ---------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, shuffle=True, **kwargs):
@@ -115,7 +127,38 @@ class TextFace:
         `filepath/VERSION/` (TF Serving's layout; the next free version); "litert" a
         `model.tflite` there; "onnx" a `model.onnx` (ids). Returns the version
         directory. Needs a preprocessor (`from_preset`) and the TensorFlow backend."""
+        _check_export_arguments(filepath, format, kwargs)
         return wiring.provider(TASK_EXPORT).export(self, filepath, format=format, **kwargs)
+
+
+# What `export` passes on to each format's writer (keras_bert.export: export_saved_model,
+# export_litert, export_onnx); other formats are refused by the export stage itself.
+EXPORT_ARGUMENTS = {"tf_saved_model": ("precision", "jit_compile", "warmup", "text",
+                                       "serving_compatible"),
+                    "litert": ("quantize", "text"), "onnx": ("precision", "opset")}
+EXPORT_ARGUMENTS["saved_model"] = EXPORT_ARGUMENTS["tf_saved_model"]
+
+
+def _check_export_arguments(filepath, format, kwargs) -> None:
+    """`ArgumentError` for a `filepath` that is no path or a keyword the format's
+    writer does not take, before any work."""
+    import os
+
+    from keras_bert.core.errors import ArgumentError
+
+    if not isinstance(filepath, (str, os.PathLike)) or not os.fspath(filepath):
+        raise ArgumentError(f"export: filepath must be a directory path, got {filepath!r}.",
+                            field="filepath")
+    accepted = EXPORT_ARGUMENTS.get(format) if isinstance(format, str) else None
+    for name in kwargs if accepted is not None else ():
+        if name not in accepted:
+            import difflib
+
+            close = difflib.get_close_matches(name, accepted, n=1)
+            raise ArgumentError(
+                f"export: unknown argument {name!r} for format={format!r}"
+                + (f"; did you mean {close[0]!r}?" if close else ".")
+                + f" It takes {', '.join(accepted)}.", field=name)
 
 
 class ClassifierFace:

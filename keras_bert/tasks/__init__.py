@@ -23,6 +23,9 @@ Shared by the families:
   new family is a new folder.
 - `keras_face`: the task models' raw-text face: `TextPreprocessor` (task, vocabulary,
   casing, settings), `from_preset`, `fit`/`evaluate`/`predict` on strings and the
-  readable calls, over `Task.text_examples`, `Task.features` and `Task.decode`.
+  readable calls, over `Task.text_examples`, `Task.features` and `Task.decode`;
+  `text_preprocessor` the `TextPreprocessor` itself (raw inputs -> weighted, padded
+  batches), `text_inputs` what those calls check before any work (inputs at the door,
+  Keras's own arguments), `text_presets` `from_preset`'s arguments and sources.
 - `finetuning/`: the fine-tuning run over any of them (`keras-bert finetune`).
 """

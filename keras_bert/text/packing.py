@@ -14,6 +14,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert.core.errors import ArgumentError
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.vocab import CLS_TOKEN, PAD_TOKEN, SEP_TOKEN
 
@@ -134,7 +135,8 @@ class BertPreprocessor(keras.layers.Layer):
 
     Call args:
         inputs: a string tensor [batch] (or a scalar string), or a tuple/list of one or
-            two such tensors for sentence pairs.
+            two such tensors for sentence pairs; a Python list of strings is a batch
+            (keras-hub's habit), and a tuple of two such lists a batch of pairs.
 
     Returns:
         `{"input_word_ids", "input_mask", "input_type_ids"}`: int32 [batch, seq_length]
@@ -178,6 +180,10 @@ class BertPreprocessor(keras.layers.Layer):
         self._convert_input_args = False
         self._allow_non_tensor_positional_args = True
 
+    def __call__(self, inputs, *args, **kwargs):
+        # Python lists become tensors here, so that a mistake in them is named plainly.
+        return super().__call__(_python_batches(inputs), *args, **kwargs)
+
     def call(self, inputs):
         if isinstance(inputs, dict):
             raise TypeError("BertPreprocessor takes a string tensor or a tuple of one or "
@@ -206,3 +212,38 @@ class BertPreprocessor(keras.layers.Layer):
     def get_config(self):
         return {**super().get_config(), "tokenizer": self.tokenizer.get_config(),
                 "seq_length": self.seq_length, "truncation": self.truncation}
+
+
+def _is_python_texts(value) -> bool:
+    """A Python list (or tuple) of strings (or other Python values, not tensors): a
+    batch of texts, as keras-hub's preprocessors take it."""
+    return isinstance(value, (list, tuple)) and (not value or not any(
+        tf.is_tensor(v) or hasattr(v, "dtype") or isinstance(v, (list, tuple))
+        for v in value))
+
+
+def _python_batch(texts, what: str):
+    for i, text in enumerate(texts):
+        if not isinstance(text, (str, bytes)):
+            raise ArgumentError(f"BertPreprocessor: {what}[{i}] is {text!r} "
+                                f"({type(text).__name__}), not a string.", field="inputs")
+    if not texts:
+        raise ArgumentError(f"BertPreprocessor: {what} is empty; give at least one text.",
+                            field="inputs")
+    return tf.constant(list(texts), dtype=tf.string)
+
+
+def _python_batches(inputs):
+    """`inputs` with Python lists of strings as string tensors [batch]: a list of
+    strings is one batch, a tuple of two lists a batch of pairs (of equal length)."""
+    if isinstance(inputs, list) and _is_python_texts(inputs):
+        return _python_batch(inputs, "inputs")
+    if (isinstance(inputs, tuple) and inputs
+            and all(isinstance(v, (list, tuple)) for v in inputs)
+            and all(_is_python_texts(v) for v in inputs)):
+        if len({len(v) for v in inputs}) > 1:
+            raise ArgumentError(f"BertPreprocessor: pairs need as many second texts as "
+                                f"first ones; got {len(inputs[0])} texts but "
+                                f"{len(inputs[1])} text pairs.", field="inputs")
+        return tuple(_python_batch(v, f"inputs[{i}]") for i, v in enumerate(inputs))
+    return inputs

@@ -32,7 +32,9 @@ class TextClassificationTask(GlueTask):
 
     Args:
         labels: the label names in class-index order, or None for regression.
-        pair: whether inputs are text pairs; None: decided by the first inputs.
+        pair: whether inputs are text pairs; None: undecided: raw inputs may be
+            either until training data decides (a file's header, or the first
+            `fit`: `training_examples`).
 
     Example:
 
@@ -165,9 +167,21 @@ class TextClassificationTask(GlueTask):
                 f"names, build it with label_names={names} (from_preset(..., "
                 "label_names=[...])), or give class indices.")
 
-    def _set_pair(self, pair: bool) -> None:
+    def _set_pair(self, pair: bool | None) -> None:
         self.pair = pair
         self.text_columns = ("sentence1", "sentence2") if pair else ("sentence",)
+
+    def _as_inputs(self, pair: bool, work):
+        """`work()` with the task taking pairs (or not) for this call only: a task whose
+        pairing is undecided (`pair=None`) takes single texts and pairs alike until
+        `training_examples` (a `fit`) decides it."""
+        if self.pair is not None:
+            return work()
+        self._set_pair(pair)
+        try:
+            return work()
+        finally:
+            self._set_pair(None)
 
     def label_array(self, examples: Sequence[GlueExample]):
         """The class indices of the examples' labels; a task without label names yet
@@ -183,10 +197,27 @@ class TextClassificationTask(GlueTask):
         return super().label_array(examples)
 
     def text_examples(self, x, y=None) -> list[GlueExample]:
-        if self.pair is None:
+        if self.pair is None:  # undecided: single texts or pairs, as `x` holds them
             from keras_bert.tasks.common import text_pairs
 
-            self._set_pair(text_pairs(x)[1] is not None)
+            return self._as_inputs(text_pairs(x)[1] is not None,
+                                   lambda: self._text_examples(x, y))
+        return self._text_examples(x, y)
+
+    def features(self, examples: Sequence[GlueExample], tokenizer, settings):
+        """`GlueTask.features`; an undecided task packs pairs if the examples are."""
+        return self._as_inputs(bool(examples) and examples[0].text_b is not None,
+                               lambda: super(TextClassificationTask, self).features(
+                                   examples, tokenizer, settings))
+
+    def training_examples(self, examples: Sequence[GlueExample]) -> list[GlueExample]:
+        """The examples; an undecided task (`pair=None`) learns here, from the training
+        examples, whether it classifies single texts or pairs (saved with `config`)."""
+        if self.pair is None and examples:
+            self._set_pair(examples[0].text_b is not None)
+        return super().training_examples(examples)
+
+    def _text_examples(self, x, y=None) -> list[GlueExample]:
         if self.labels == () and y is not None:  # learning the labels: take them as given
             from keras_bert.tasks.common import label_list
 

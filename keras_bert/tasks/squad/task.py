@@ -87,7 +87,9 @@ class SquadTask(Task):
         """Examples of raw questions and passages: `x` {"question": [...], "context":
         [...]} or a list of (question, context) tuples; `y` None, or per question its
         answer: a text of the context (its first occurrence is the target), a dict
-        {"text", "answer_start"}, or "" / None for no answer (SQuAD v2).
+        {"text", "answer_start"}, or "" / None for no answer (SQuAD v2). An answer that
+        is not in its context (at its `answer_start`) gives no training target, as in
+        `read_squad`: `training_examples` leaves the question out with a warning.
 
         Example:
 
@@ -134,12 +136,17 @@ class SquadTask(Task):
             return SquadExample(qid, question, context, is_impossible=True)
         text = target["text"] if isinstance(target, dict) else target
         start = target.get("answer_start") if isinstance(target, dict) else None
+        if not isinstance(text, str):
+            raise ArgumentError(f"answer {text!r} of question {qid} is not a text: give the "
+                                "answer's text, {'text': ..., 'answer_start': ...}, or (SQuAD "
+                                "v2) \"\" for no answer.", field="y")
         if start is None:
             start = context.find(text)
-        if not isinstance(text, str) or start < 0 or context[start:start + len(text)] != text:
-            raise ArgumentError(f"answer {text!r} of question {qid} is not in its context"
-                                + (f" at {start}" if start is not None and start >= 0 else "")
-                                + ".", field="y")
+        if (isinstance(start, bool) or not isinstance(start, int) or start < 0
+                or context[start:start + len(text)] != text):
+            # As `read_squad` does: kept for evaluation, but no training target
+            # (`training_examples` leaves it out and counts it).
+            return SquadExample(qid, question, context, answers=(text,))
         return SquadExample(qid, question, context, answers=(text,), answer_text=text,
                             answer_start=start)
 
