@@ -98,20 +98,23 @@ def open_file(path: str, mode: str = "r"):
     return open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
 
 
-def temporary_path(path: str) -> str:
+def temporary_path(path: str, suffix: str = "") -> str:
     """A fresh hidden name beside `path` to write it under until it is complete. The
     name carries the writer's process id (`.NAME.tmp-PID-RANDOM`), so that a later run
     can tell a dead writer's leftovers from a live one's (`remove_dead_temporaries`).
+    `suffix` ends the name, for writers that insist on one (Keras's `.keras`).
 
     Example:
 
     >>> temporary_path("/data/part-00001.tfrecord")  # doctest: +ELLIPSIS
     '/data/.part-00001.tfrecord.tmp-...'
+    >>> temporary_target(os.path.basename(temporary_path("/m/s.keras", suffix=".keras")))
+    's.keras'
     """
     path = os.fspath(path)
     directory, name = os.path.split(path)
-    return os.path.join(directory,
-                        f".{name}{_TEMPORARY_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    return os.path.join(directory, f".{name}{_TEMPORARY_MARK}{os.getpid()}-"
+                                   f"{uuid.uuid4().hex[:8]}{suffix}")
 
 
 def temporary_writer(name: str) -> int | None:
@@ -231,10 +234,11 @@ def remove_stale_temporaries(directory: str, owned: Callable[[str], bool] | None
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[str]:
+def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
     """Yields a temporary path to write `path`'s content to; on success it is renamed
-    over `path`, on an error removed. Use it with writers that take a path
-    (`tf.io.TFRecordWriter`, `np.save`, `model.save`).
+    over `path`, on an error (or Ctrl-C) removed. Use it with writers that take a path
+    (`tf.io.TFRecordWriter`, `np.save`, `model.save`); `suffix` ends the temporary's
+    name (see `temporary_path`).
 
     Example:
 
@@ -248,7 +252,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     directory = os.path.dirname(path)
     if directory:
         makedirs(directory)
-    temporary = temporary_path(path)
+    temporary = temporary_path(path, suffix)
     try:
         yield temporary
         rename(temporary, path)
