@@ -461,8 +461,10 @@ def check_writable(path: str | os.PathLike, kind: str = "file", what: str | None
                    ) -> None:
     """Raises `OutputError` before any work if `path` cannot be written as a `kind`
     ("file" or "directory"): a directory where a file is wanted (or the reverse), or a
-    location whose nearest existing parent is not a writable directory. Creates nothing.
-    Remote paths are not checked (their permissions show only on write).
+    location whose nearest existing parent is not a writable directory, or one where
+    creating a file or directory fails (tried with a hidden name, removed at once, so
+    nothing is left). Remote paths are not checked (their permissions show only on
+    write).
 
     Example:
 
@@ -493,3 +495,24 @@ def check_writable(path: str | os.PathLike, kind: str = "file", what: str | None
         raise OutputError(f"{label} cannot be created: {existing!r} is a file.")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputError(f"{label} cannot be written: {existing!r} is not writable.")
+    # What is created first in `existing`: the file itself, or the first missing directory.
+    _try_creating(existing, kind if existing == os.path.dirname(path) or existing == path
+                  else "directory", label)
+
+
+def _try_creating(directory: str, kind: str, label: str) -> None:
+    """Creates and removes a hidden `kind` in `directory`: `os.access` answers yes to
+    root for places where nothing can be created (`/proc`, `/sys`, a full or
+    read-only mount seen through some filesystems), and the work before the first
+    write can take minutes."""
+    probe = temporary_path(os.path.join(directory, "keras_bert-write-check"))
+    try:
+        if kind == "directory":
+            os.mkdir(probe)
+        else:
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as e:
+        raise OutputError(f"{label} cannot be written: creating a {kind} in {directory!r} "
+                          f"fails ({e.strerror or e}); give another path.") from None
+    with contextlib.suppress(OSError):  # (a cleaner of dead temporaries may be first)
+        (os.rmdir if kind == "directory" else os.remove)(probe)
