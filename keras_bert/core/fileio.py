@@ -108,8 +108,6 @@ def temporary_path(path: str, suffix: str = "") -> str:
 
     >>> temporary_path("/data/part-00001.tfrecord")  # doctest: +ELLIPSIS
     '/data/.part-00001.tfrecord.tmp-...'
-    >>> temporary_target(os.path.basename(temporary_path("/m/s.keras", suffix=".keras")))
-    's.keras'
     """
     path = os.fspath(path)
     directory, name = os.path.split(path)
@@ -237,8 +235,7 @@ def remove_stale_temporaries(directory: str, owned: Callable[[str], bool] | None
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
     """Yields a temporary path to write `path`'s content to; on success it is renamed
     over `path`, on an error (or Ctrl-C) removed. Use it with writers that take a path
-    (`tf.io.TFRecordWriter`, `np.save`, `model.save`); `suffix` ends the temporary's
-    name (see `temporary_path`).
+    (`np.save`, `model.save`; `suffix` ends the temporary's name, see `temporary_path`).
 
     Example:
 
@@ -461,10 +458,8 @@ def check_writable(path: str | os.PathLike, kind: str = "file", what: str | None
                    ) -> None:
     """Raises `OutputError` before any work if `path` cannot be written as a `kind`
     ("file" or "directory"): a directory where a file is wanted (or the reverse), or a
-    location whose nearest existing parent is not a writable directory, or one where
-    creating a file or directory fails (tried with a hidden name, removed at once, so
-    nothing is left). Remote paths are not checked (their permissions show only on
-    write).
+    location whose nearest existing parent is not a writable directory, or lets nothing
+    be created (tried). Remote paths are not checked (their permissions show on write).
 
     Example:
 
@@ -495,24 +490,11 @@ def check_writable(path: str | os.PathLike, kind: str = "file", what: str | None
         raise OutputError(f"{label} cannot be created: {existing!r} is a file.")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputError(f"{label} cannot be written: {existing!r} is not writable.")
-    # What is created first in `existing`: the file itself, or the first missing directory.
-    _try_creating(existing, kind if existing == os.path.dirname(path) or existing == path
-                  else "directory", label)
-
-
-def _try_creating(directory: str, kind: str, label: str) -> None:
-    """Creates and removes a hidden `kind` in `directory`: `os.access` answers yes to
-    root for places where nothing can be created (`/proc`, `/sys`, a full or
-    read-only mount seen through some filesystems), and the work before the first
-    write can take minutes."""
-    probe = temporary_path(os.path.join(directory, "keras_bert-write-check"))
+    # A real creation: os.access says yes to root where nothing can be (/proc, /sys).
+    probe = temporary_path(os.path.join(existing, "keras_bert-write-check"))
     try:
-        if kind == "directory":
-            os.mkdir(probe)
-        else:
-            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.mkdir(probe)
     except OSError as e:
-        raise OutputError(f"{label} cannot be written: creating a {kind} in {directory!r} "
-                          f"fails ({e.strerror or e}); give another path.") from None
-    with contextlib.suppress(OSError):  # (a cleaner of dead temporaries may be first)
-        (os.rmdir if kind == "directory" else os.remove)(probe)
+        raise OutputError(f"{label} cannot be written: nothing can be created in "
+                          f"{existing!r} ({e.strerror or e}); give another path.") from None
+    shutil.rmtree(probe, ignore_errors=True)
