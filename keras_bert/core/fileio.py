@@ -98,11 +98,10 @@ def open_file(path: str, mode: str = "r"):
     return open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
 
 
-def temporary_path(path: str, suffix: str = "") -> str:
+def temporary_path(path: str) -> str:
     """A fresh hidden name beside `path` to write it under until it is complete. The
     name carries the writer's process id (`.NAME.tmp-PID-RANDOM`), so that a later run
     can tell a dead writer's leftovers from a live one's (`remove_dead_temporaries`).
-    `suffix` ends the name, for writers that insist on one (Keras's `.keras`).
 
     Example:
 
@@ -111,8 +110,8 @@ def temporary_path(path: str, suffix: str = "") -> str:
     """
     path = os.fspath(path)
     directory, name = os.path.split(path)
-    return os.path.join(directory, f".{name}{_TEMPORARY_MARK}{os.getpid()}-"
-                                   f"{uuid.uuid4().hex[:8]}{suffix}")
+    return os.path.join(directory,
+                        f".{name}{_TEMPORARY_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}")
 
 
 def temporary_writer(name: str) -> int | None:
@@ -235,7 +234,7 @@ def remove_stale_temporaries(directory: str, owned: Callable[[str], bool] | None
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
     """Yields a temporary path to write `path`'s content to; on success it is renamed
     over `path`, on an error (or Ctrl-C) removed. Use it with writers that take a path
-    (`np.save`, `model.save`; `suffix` ends the temporary's name, see `temporary_path`).
+    (`np.save`, `model.save`; `suffix` ends the temporary's name: Keras wants `.keras`).
 
     Example:
 
@@ -249,7 +248,7 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
     directory = os.path.dirname(path)
     if directory:
         makedirs(directory)
-    temporary = temporary_path(path, suffix)
+    temporary = temporary_path(path) + suffix
     try:
         yield temporary
         rename(temporary, path)
@@ -490,11 +489,11 @@ def check_writable(path: str | os.PathLike, kind: str = "file", what: str | None
         raise OutputError(f"{label} cannot be created: {existing!r} is a file.")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputError(f"{label} cannot be written: {existing!r} is not writable.")
-    # A real creation: os.access says yes to root where nothing can be (/proc, /sys).
     probe = temporary_path(os.path.join(existing, "keras_bert-write-check"))
-    try:
+    try:  # a real creation: os.access says yes to root where nothing can be (/proc)
         os.mkdir(probe)
     except OSError as e:
-        raise OutputError(f"{label} cannot be written: nothing can be created in "
-                          f"{existing!r} ({e.strerror or e}); give another path.") from None
-    shutil.rmtree(probe, ignore_errors=True)
+        raise OutputError(f"{label} cannot be written in {existing!r} ({e.strerror}).") from None
+    finally:  # C calls alone, so that a Ctrl-C in between cannot leave the probe
+        if os.access(probe, os.F_OK):
+            os.rmdir(probe)
