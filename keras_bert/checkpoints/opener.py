@@ -32,6 +32,7 @@ from keras_bert.checkpoints.finetuning_runs import (
 )
 from keras_bert.checkpoints.keras_hub import KERAS_HUB_TASK, read_keras_hub_task
 from keras_bert.checkpoints.loading import detect_format, format_config, load_encoder
+from keras_bert.checkpoints.native import check_keras_archive
 from keras_bert.checkpoints.remote import is_checkpoint_name, resolve_checkpoint_name
 from keras_bert.checkpoints.training_runs import find_run_directory
 from keras_bert.checkpoints.vocab import (
@@ -303,6 +304,9 @@ def _keras_file(path: str, vocab_file, lower_case, owner) -> Artifact:
     (else None: loading it says what it holds)."""
     if not os.path.isfile(path):
         raise InputNotFoundError(f"no .keras file at {path!r}.")
+    # Keras reports a truncated file as "File not found": say what it is instead.
+    check_keras_archive(path, remedy="copy it again whole, or save the model again "
+                                     "(model.save writes a .keras file all or nothing)")
     try:
         config = keras_archive_encoder_config(path)
     except Exception:  # noqa: BLE001 (not a readable archive: loading it says why)

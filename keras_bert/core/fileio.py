@@ -231,10 +231,10 @@ def remove_stale_temporaries(directory: str, owned: Callable[[str], bool] | None
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[str]:
+def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[str]:
     """Yields a temporary path to write `path`'s content to; on success it is renamed
-    over `path`, on an error removed. Use it with writers that take a path
-    (`tf.io.TFRecordWriter`, `np.save`, `model.save`).
+    over `path`, on an error (or Ctrl-C) removed. Use it with writers that take a path
+    (`np.save`, `model.save`; `suffix` ends the temporary's name: Keras wants `.keras`).
 
     Example:
 
@@ -248,7 +248,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     directory = os.path.dirname(path)
     if directory:
         makedirs(directory)
-    temporary = temporary_path(path)
+    temporary = temporary_path(path) + suffix
     try:
         yield temporary
         rename(temporary, path)
@@ -457,8 +457,8 @@ def check_writable(path: str | os.PathLike, kind: str = "file", what: str | None
                    ) -> None:
     """Raises `OutputError` before any work if `path` cannot be written as a `kind`
     ("file" or "directory"): a directory where a file is wanted (or the reverse), or a
-    location whose nearest existing parent is not a writable directory. Creates nothing.
-    Remote paths are not checked (their permissions show only on write).
+    location whose nearest existing parent is not a writable directory, or lets nothing
+    be created (tried). Remote paths are not checked (their permissions show on write).
 
     Example:
 
@@ -489,3 +489,11 @@ def check_writable(path: str | os.PathLike, kind: str = "file", what: str | None
         raise OutputError(f"{label} cannot be created: {existing!r} is a file.")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputError(f"{label} cannot be written: {existing!r} is not writable.")
+    probe = temporary_path(os.path.join(existing, "keras_bert-write-check"))
+    try:  # a real creation: os.access says yes to root where nothing can be (/proc)
+        os.mkdir(probe)
+    except OSError as e:
+        raise OutputError(f"{label} cannot be written in {existing!r} ({e.strerror}).") from None
+    finally:  # C calls alone, so that a Ctrl-C in between cannot leave the probe
+        if os.access(probe, os.F_OK):
+            os.rmdir(probe)

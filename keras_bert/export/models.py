@@ -7,11 +7,37 @@ from __future__ import annotations
 import os
 import tempfile
 
+from keras_bert.core import fileio
 from keras_bert.core.errors import ArgumentError
 from keras_bert.export.source import ExportSource
 from keras_bert.text.vocab import VOCAB_FILE
 
 FORMATS = ("tf_saved_model", "litert", "onnx")
+# `keras-bert export --format` spells the SavedModel "saved_model": both are accepted.
+FORMAT_ALIASES = {"saved_model": "tf_saved_model"}
+
+
+def check_format(format) -> str:
+    """The export format `format` names (`FORMATS`, or an alias), or an
+    `ArgumentError` listing the accepted names.
+
+    Example:
+
+    >>> check_format("saved_model"), check_format("litert")
+    ('tf_saved_model', 'litert')
+    >>> check_format("tflite")
+    Traceback (most recent call last):
+    ...
+    keras_bert.core.errors.ArgumentError: export(format='tflite') is not a format: use 'tf_saved_model' (also spelled 'saved_model', as `keras-bert export --format` does), 'litert' or 'onnx'.
+    """
+    name = FORMAT_ALIASES.get(format, format) if isinstance(format, str) else format
+    if name in FORMATS:
+        return name
+    aliases = {canonical: alias for alias, canonical in FORMAT_ALIASES.items()}
+    names = [repr(f) + (f" (also spelled {aliases[f]!r}, as `keras-bert export --format` "
+                        "does)" if f in aliases else "") for f in FORMATS]
+    raise ArgumentError(f"export(format={format!r}) is not a format: use "
+                        f"{', '.join(names[:-1])} or {names[-1]}.", field="format")
 
 
 def export_source(model, vocab_file: str) -> ExportSource:
@@ -44,11 +70,12 @@ def export(model, filepath, format: str = "tf_saved_model", **kwargs) -> str:
         raise ArgumentError("export writes TensorFlow SavedModels and needs the TensorFlow "
                             f"backend; KERAS_BACKEND is {keras.backend.backend()!r}: save the "
                             "model (.keras) and export it under TensorFlow.", field="format")
-    if format not in FORMATS:
-        raise ArgumentError(f"format must be one of {', '.join(FORMATS)}, got {format!r}.",
-                            field="format")
+    format = check_format(format)
     filepath = os.path.abspath(os.fspath(filepath))
     output_dir, name = os.path.split(filepath)
+    # Before the tracing and conversion (tens of seconds): a path nothing can be
+    # written to (`/proc/x`, a read-only mount) fails now, naming it.
+    fileio.check_writable(filepath, kind="directory", what="export path")
     with tempfile.TemporaryDirectory() as tmp:
         source = export_source(model, os.path.join(tmp, VOCAB_FILE))
         if format == "tf_saved_model":

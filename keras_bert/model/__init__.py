@@ -13,6 +13,8 @@
   stages and wired in by the package facade;
 - `adaptation`: `quantize` and `enable_lora` of a task model, and the retracing they
   need;
+- `saving`: `save` and `save_weights` of the encoder and the task models, written
+  beside the target and renamed into place (an interrupted save keeps the old file);
 - `losses`: the pretraining objective with global averages;
 - `tf_fast`: the TensorFlow backend's fast paths (MatMul + BiasAdd rows, fusable GELU,
   16-bit dropout masks, the compiled eager call), the one place the model stage uses

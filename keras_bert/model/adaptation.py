@@ -8,12 +8,22 @@ from __future__ import annotations
 import numpy as np
 
 from keras_bert.core.errors import ArgumentError
-from keras_bert.model.encoder import check_quantization_mode
+from keras_bert.model import saving
+from keras_bert.model.encoder import (
+    check_mode_first,
+    check_quantization_mode,
+    nothing_to_quantize_unsaid,
+)
 from keras_bert.model.layers.attention import quantized
 
 
 class Adaptation:
     """`quantize` and `enable_lora` for `BertTask` (which holds `encoder`)."""
+
+    def __new__(cls, *args, **kwargs):
+        model = super().__new__(cls, *args, **kwargs)
+        check_mode_first(model)
+        return model
 
     def quantize(self, mode=None, config=None, filters=None, **kwargs):
         """`keras.Model.quantize` of the encoder and the heads, for the modes keras_bert
@@ -22,17 +32,15 @@ class Adaptation:
 
         Example:
 
-        >>> import numpy as np, warnings
         >>> from keras_bert import BertClassifier, BertConfig, BertEncoder
         >>> model = BertClassifier(BertEncoder(BertConfig.from_preset("tiny", vocab_size=50)))
-        >>> with warnings.catch_warnings():  # LayerNorm and dropout have nothing to quantize
-        ...     warnings.simplefilter("ignore")
-        ...     model.quantize("int8")
+        >>> model.quantize("int8")
         >>> model.get_layer("logits").quantization_mode
         'int8'
         """
         check_quantization_mode(self, mode)
-        super().quantize(mode, config=config, filters=filters, **kwargs)
+        with nothing_to_quantize_unsaid(self):
+            super().quantize(mode, config=config, filters=filters, **kwargs)
         self.encoder._weights_replaced()
 
     def enable_lora(self, rank: int) -> None:
@@ -78,14 +86,23 @@ class Adaptation:
         self._forget_stale_functions()
         return super().make_predict_function(force)
 
-    def save(self, filepath, *args, **kwargs):
-        """`keras.Model.save`; a quantized model is refused (its `.keras` file would not
-        load back: the file records the float layers' config): save the float model
-        and quantize after loading, or `export()` the quantized one."""
+    def save(self, filepath, overwrite=True, zipped=None, **kwargs):
+        """`keras.Model.save` to a `.keras` file, written beside it and renamed into
+        place (`keras_bert.model.saving`): an interrupted save leaves the previous
+        file intact. Other suffixes (`.h5`) are refused, and so is a quantized model
+        (its `.keras` file would not load back: the file records the float layers'
+        config): save the float model and quantize after loading, or `export()` the
+        quantized one."""
         if quantized(*self._flatten_layers()):
             raise ArgumentError(
                 f"this {type(self).__name__} is quantized, and a quantized .keras file would "
                 "not load back: save the float model and call quantize() after loading "
                 "it, or export() the quantized model.", field="filepath")
-        return super().save(filepath, *args, **kwargs)
+        return saving.save_model(super().save, self, filepath, overwrite=overwrite,
+                                 zipped=zipped, **kwargs)
+
+    def save_weights(self, filepath, overwrite=True, max_shard_size=None):
+        """`keras.Model.save_weights`; a `.weights.h5` file is written atomically."""
+        return saving.save_weights(super().save_weights, filepath, overwrite=overwrite,
+                                   max_shard_size=max_shard_size)
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import re
+import warnings
+
 import keras
 
 from keras_bert.core.errors import ArgumentError
-from keras_bert.model import tf_fast
+from keras_bert.model import saving, tf_fast
 from keras_bert.model.config import BertConfig
 from keras_bert.model.layers import BertEmbeddings, BertPooler, TransformerBlock, attention_bias
 
@@ -41,6 +46,41 @@ def check_quantization_mode(model, mode) -> None:
     raise ArgumentError(
         f"quantize(mode={mode!r}) is not supported by {owner}{why}. Use one of "
         f"{', '.join(map(repr, QUANTIZATION_MODES))}.", field="mode")
+
+
+def check_mode_first(model) -> None:
+    """Makes `model.quantize` check its mode (`check_quantization_mode`) before Keras
+    does: Keras wraps each instance's `quantize` in one that refuses an unknown mode
+    itself, listing modes ("gptq", "awq") that keras_bert's models do not offer. Called
+    from `__new__`, right after Keras installs its wrapper."""
+    keras_quantize = model.quantize
+
+    @functools.wraps(keras_quantize)
+    def quantize(mode=None, config=None, **kwargs):
+        if mode is not None:
+            check_quantization_mode(model, mode)
+        return keras_quantize(mode=mode, config=config, **kwargs)
+
+    model.quantize = quantize
+
+
+@contextlib.contextmanager
+def nothing_to_quantize_unsaid(model):
+    """Within the block, `keras.Model.quantize`'s warning that a layer "does not have a
+    `quantize` method implemented" is left out for the kinds of layer in `model` that
+    hold no kernel and no embedding table (inputs, LayerNorm, dropout, activations):
+    they have nothing to quantize, and a user can do nothing about it. A layer kind with
+    weights to quantize and no `quantize` still warns."""
+    leaves = [layer for layer in model._flatten_layers(include_self=False)
+              if len(list(layer._flatten_layers())) == 1]
+    quantizable = {type(layer).__name__ for layer in leaves
+                   if {w.name for w in layer.weights} & {"kernel", "embeddings"}}
+    with warnings.catch_warnings():
+        for kind in {type(layer).__name__ for layer in leaves} - quantizable:
+            warnings.filterwarnings(
+                "ignore", message=f"Layer {re.escape(kind)} does not have a `quantize` method",
+                category=UserWarning)
+        yield
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -88,6 +128,11 @@ class BertEncoder(keras.Model):
     """
 
     compile_eager_calls = True
+
+    def __new__(cls, *args, **kwargs):
+        encoder = super().__new__(cls, *args, **kwargs)
+        check_mode_first(encoder)
+        return encoder
 
     def __init__(self, config: BertConfig | dict, output_attentions: bool = False,
                  dtype=None, lora_rank: int | None = None, name: str = "bert_encoder",
@@ -168,18 +213,28 @@ class BertEncoder(keras.Model):
 
         Example:
 
-        >>> import numpy as np, warnings
         >>> encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=100))
-        >>> with warnings.catch_warnings():  # LayerNorm and dropout have nothing to quantize
-        ...     warnings.simplefilter("ignore")
-        ...     encoder.quantize("int8")
+        >>> encoder.quantize("int8")
         >>> layer = encoder.transformer_layers[0].attention.query
         >>> layer.quantization_mode, str(layer.kernel.dtype)
         ('int8', 'int8')
         """
         check_quantization_mode(self, mode)
-        super().quantize(mode, config=config, filters=filters, **kwargs)
+        with nothing_to_quantize_unsaid(self):
+            super().quantize(mode, config=config, filters=filters, **kwargs)
         self._weights_replaced()
+
+    def save(self, filepath, overwrite=True, zipped=None, **kwargs):
+        """`keras.Model.save` to a `.keras` file, written beside it and renamed into
+        place (`keras_bert.model.saving`): an interrupted save leaves the previous file
+        intact; other suffixes (`.h5`) are refused."""
+        return saving.save_model(super().save, self, filepath, overwrite=overwrite,
+                                 zipped=zipped, **kwargs)
+
+    def save_weights(self, filepath, overwrite=True, max_shard_size=None):
+        """`keras.Model.save_weights`; a `.weights.h5` file is written atomically."""
+        return saving.save_weights(super().save_weights, filepath, overwrite=overwrite,
+                                   max_shard_size=max_shard_size)
 
     def enable_lora(self, rank: int) -> None:
         """Low-rank adaptation (LoRA, Hu et al. 2021), as keras-hub's

@@ -10,6 +10,9 @@ fills in the task's standard loss and metrics.
 
 from __future__ import annotations
 
+import re
+import warnings
+
 import keras
 from keras import ops
 
@@ -121,6 +124,23 @@ class BertTask(TextFace, Adaptation, keras.Model):
                 learning_rate = 5e-5 if self.encoder.config.hidden_size >= 768 else 1e-4
             self._mark_recipe(loss, metrics, learning_rate=learning_rate)
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def fit(self, *args, **kwargs):
+        """`keras.Model.fit` (with `TextFace`'s raw text). A head on the sequence output
+        (span labeler, tagger) leaves the encoder's pooler without gradients, which is
+        right; Keras's warning of it at every trace is left out (only the one naming
+        the pooler's variables and nothing else)."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_unused_pooler_warning(self.encoder),
+                                    category=UserWarning)
+            return super().fit(*args, **kwargs)
+
+
+def _unused_pooler_warning(encoder: BertEncoder) -> str:
+    """A pattern of Keras's "Gradients do not exist for variables [...]" warning that
+    lists some or all of `encoder`'s pooler variables and no other."""
+    names = "|".join(re.escape(w.path) for w in encoder.pooler.weights)
+    return rf"Gradients do not exist for variables \[(?:'(?:{names})'(?:, )?)+\] "
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")

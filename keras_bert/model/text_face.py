@@ -122,9 +122,10 @@ class TextFace:
     # --- export -------------------------------------------------------------------------------
     def export(self, filepath, format="tf_saved_model", **kwargs):
         """Writes the model for serving, with its tokenizer inside, as `keras-bert
-        export` does: `format="tf_saved_model"` a SavedModel with `serving_default`
-        (ids) and `serve_text` (raw text), model card and TF Serving warmup file, at
-        `filepath/VERSION/` (TF Serving's layout; the next free version); "litert" a
+        export` does: `format="tf_saved_model"` (or "saved_model", as the command
+        says) a SavedModel with `serving_default` (ids) and `serve_text` (raw text),
+        model card and TF Serving warmup file, at `filepath/VERSION/` (TF Serving's
+        layout; the next free version); "litert" a
         `model.tflite` there; "onnx" a `model.onnx` (ids). Returns the version
         directory. Needs a preprocessor (`from_preset`) and the TensorFlow backend."""
         _check_export_arguments(filepath, format, kwargs)

@@ -11,9 +11,8 @@ import contextlib
 import glob
 import os
 import shutil
-import tempfile
 
-from keras_bert.core.errors import ArgumentError, InputNotFoundError, OutputError
+from keras_bert.core.errors import ArgumentError, InputNotFoundError
 from keras_bert.core.fileio import check_writable, is_remote
 
 
@@ -80,26 +79,10 @@ def require_output_directory(path: str, what: str) -> str:
 
 def check_output(path: str, kind: str, what: str) -> None:
     """Raises `OutputError` (naming `what`) unless a `kind` ("file" or "directory") can
-    be written at `path`."""
-    # The kind and permission bits first (clear messages), then a real write: file modes
-    # say nothing to root, nor about /proc-like or full filesystems, where the write
-    # would fail only after the work.
+    be written at `path`: the kind and permission bits, then a real write (file modes
+    say nothing to root, nor about /proc-like or full filesystems, where the write
+    would fail only after the work); see `check_writable`."""
     check_writable(path, kind=kind, what=what)
-    if is_remote(path):
-        return
-    existing = os.path.abspath(path)
-    if kind == "file" or not os.path.isdir(existing):
-        existing = os.path.dirname(existing)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    try:
-        descriptor, probe = tempfile.mkstemp(prefix=".keras-bert-write-check-", dir=existing)
-    except OSError as e:
-        raise OutputError(f"{what} {path!r} cannot be written: a file cannot be created in "
-                          f"{existing!r} ({e.strerror or e}); choose another location."
-                          ) from None
-    os.close(descriptor)
-    os.remove(probe)
 
 
 def input_paths(value: str, kind: str) -> list[str]:

@@ -1,3 +1,6 @@
+import re
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -12,6 +15,7 @@ from keras_bert.model.models import (
     BertPretrainer,
     BertSpanLabeler,
     BertTokenClassifier,
+    _unused_pooler_warning,
 )
 from keras_bert.model.taggers import BertFeatureBasedTagger, BertNerTagger
 from keras_bert.tasks.squad import best_span
@@ -191,6 +195,27 @@ def test_one_weight_decay_exclusion_list(tiny_config):
         optimizer.apply([keras.ops.zeros_like(v) for v in variables], variables)
         decayed = {v.name for v in variables if np.any(v.numpy() != 1.0)}
         assert decayed == {"kernel", "embeddings", "position_embeddings"}
+
+
+def test_fit_of_heads_that_leave_the_pooler_out_warns_of_nothing(tiny_config):
+    """A span labeler or tagger trains without the pooler: Keras's "Gradients do not
+    exist for variables ['pooler/dense/kernel', ...]" is left out, and only that one."""
+    x = _toy(n=8)
+    cases = [(BertSpanLabeler(BertEncoder(tiny_config)),
+              {"start_logits": np.zeros(8, "int32"), "end_logits": np.ones(8, "int32")}),
+             (BertTokenClassifier(BertEncoder(tiny_config), num_classes=3),
+              np.zeros((8, 10), "int32"))]
+    for model, y in cases:
+        model.compile()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model.fit(x, y, batch_size=4, verbose=0)
+        assert not [str(w.message) for w in caught if "Gradients do not exist" in str(w.message)]
+        pattern = _unused_pooler_warning(model.encoder)
+        assert re.match(pattern, "Gradients do not exist for variables ['pooler/dense/kernel', "
+                                 "'pooler/dense/bias'] when minimizing the loss.")
+        assert not re.match(pattern, "Gradients do not exist for variables ['pooler/dense/"
+                                     "kernel', 'span_logits/kernel'] when minimizing the loss.")
 
 
 def test_bad_task_arguments(tiny_config):

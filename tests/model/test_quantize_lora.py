@@ -37,6 +37,7 @@ from keras_bert import (
     load_encoder,
 )
 from keras_bert.core.errors import ArgumentError
+from keras_bert.model.encoder import nothing_to_quantize_unsaid
 from keras_bert.model.layers.attention import quantized
 
 TINY = dict(vocab_size=1000, hidden_size=64, num_heads=4, intermediate_size=256,
@@ -196,12 +197,52 @@ def test_calibrated_modes_are_refused_before_any_change(mode):
     for target in (model, model.encoder):
         with pytest.raises(ArgumentError, match=f"mode='{mode}'.*'int8', 'int4', 'float8'"):
             target.quantize(mode, config=config)
-        with pytest.raises(ValueError, match="Config"):  # Keras's own check comes first
-            target.quantize(mode)
-    with pytest.raises(ValueError, match="Invalid quantization mode"):
-        model.quantize("int2")
+        with pytest.raises(ArgumentError, match=f"mode='{mode}'.*'int8', 'int4', 'float8'"):
+            target.quantize(mode)  # before Keras's own check (which asks for a config)
     assert not any(quantized(layer) for layer in model._flatten_layers()
                    if hasattr(layer, "quantization_mode"))
+
+
+def test_an_unknown_mode_lists_only_the_modes_keras_bert_offers():
+    model = BertClassifier(BertEncoder(BertConfig.from_preset("tiny", **TINY)))
+    for target in (model, model.encoder):
+        with pytest.raises(ArgumentError) as caught:
+            target.quantize("int2")
+        message = str(caught.value)
+        assert "mode='int2'" in message and "'int8', 'int4', 'float8'" in message
+        assert "gptq" not in message and "awq" not in message
+        assert caught.value.field == "mode"
+
+
+def test_quantize_warns_only_of_layers_with_weights_it_leaves_float():
+    """Keras warns of every layer without a `quantize` method; inputs, LayerNorm and
+    dropout have nothing to quantize, so a correct run prints nothing. A layer kind
+    that holds a kernel and cannot be quantized still warns."""
+
+    class OwnDense(keras.layers.Layer):
+        def build(self, shape):
+            self.kernel = self.add_weight(shape=(shape[-1], 2), name="kernel")
+
+        def call(self, x):
+            return x @ self.kernel
+
+    for make in (lambda: BertClassifier(BertEncoder(BertConfig.from_preset("tiny", **TINY))),
+                 lambda: BertEncoder(BertConfig.from_preset("tiny", **TINY))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            make().quantize("int8")
+        assert [str(w.message) for w in caught if issubclass(w.category, UserWarning)] == []
+    encoder = BertEncoder(BertConfig.from_preset("tiny", **TINY))
+    inputs = {k: keras.Input((None,), dtype="int32", name=k) for k in _inputs(1)}
+    model = BertClassifier(encoder)
+    extra = keras.Model(inputs, OwnDense()(model(inputs)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with nothing_to_quantize_unsaid(extra):
+            extra.quantize("int8")
+    messages = [str(w.message) for w in caught]
+    assert any("OwnDense" in m for m in messages), messages
+    assert not any("LayerNormalization" in m or "InputLayer" in m for m in messages)
 
 
 def _lora_classifier():

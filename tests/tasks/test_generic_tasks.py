@@ -87,6 +87,18 @@ def test_split_files_tsv_or_csv(tmp_path):
         get_task("classification").split_path(str(tmp_path), "valid")
 
 
+def test_a_split_that_is_a_directory_is_named_as_one(tmp_path):
+    from keras_bert.tasks.finetuning.inputs import TaskSource
+
+    (tmp_path / "train.tsv").mkdir()
+    source = TaskSource(get_task("classification"), str(tmp_path), None, None)
+    with pytest.raises(InputNotFoundError, match="train.tsv, which is a directory") as caught:
+        source.read("train")
+    assert "missing" not in str(caught.value)
+    with pytest.raises(InputNotFoundError, match="is missing: no .*dev.tsv"):
+        source.read("dev")
+
+
 def test_classification_needs_two_labels_and_restores_saved_runs():
     task = get_task("classification")
     examples = task.text_examples(["a", "b"], ["x", "x"])

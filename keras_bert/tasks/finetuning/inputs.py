@@ -36,6 +36,9 @@ class TaskSource:
             return (f"{self.tfds} ({split})",
                     tfds_examples(self.task, self.tfds, split, self.tfds_data_dir))
         path = self.task.split_path(self.data_dir, split)
+        if os.path.isdir(path):
+            raise InputNotFoundError(f"the {split} split of {self.task.name} is {path}, which "
+                                     "is a directory: it must be the split's file itself.")
         if not os.path.isfile(path):
             raise InputNotFoundError(f"the {split} split of {self.task.name} is missing: no "
                                      f"{path} (expected the benchmark's own file layout).")
