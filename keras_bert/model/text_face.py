@@ -118,6 +118,7 @@ class TextFace:
         keras.Model.compile(self, **config)
         if getattr(self, "optimizer", None) is not None and self.built:
             self.optimizer.build(self.trainable_variables)
+            _fresh_when_saved_without_state(self.optimizer)
 
     # --- export -------------------------------------------------------------------------------
     def export(self, filepath, format="tf_saved_model", **kwargs):
@@ -160,6 +161,22 @@ def _check_export_arguments(filepath, format, kwargs) -> None:
                 f"export: unknown argument {name!r} for format={format!r}"
                 + (f"; did you mean {close[0]!r}?" if close else ".")
                 + f" It takes {', '.join(accepted)}.", field=name)
+
+
+def _fresh_when_saved_without_state(optimizer) -> None:
+    """A file saved without its optimizer's state (a `keras-bert finetune` run's
+    model.keras leaves AdamW's moments out) reloads with a fresh optimizer, as
+    `compile()` gives, instead of Keras's "Skipping variable loading for optimizer"
+    warning, which a user can do nothing about; saved state still loads, and a partial
+    one still warns."""
+    load = optimizer.load_own_variables
+
+    def load_own_variables(store):
+        if len(store.keys()) == 0:
+            return
+        load(store)
+
+    optimizer.load_own_variables = load_own_variables
 
 
 class ClassifierFace:

@@ -58,3 +58,27 @@ def test_export_of_the_run_exits_0(run, tmp_path):
     versions = os.listdir(tmp_path / "out" / "old")
     assert versions == ["1"]
     assert os.path.exists(tmp_path / "out" / "old" / "1" / "saved_model.pb")
+
+
+def test_the_runs_model_file_reloads_in_keras_without_warnings(run):
+    """The run saved no optimizer state (AdamW's moments are of no use to predict):
+    Keras alone reloads it compiled, with a fresh optimizer and no warning about
+    skipped optimizer variables; a trained model's optimizer state still reloads."""
+    import warnings
+
+    import keras
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = keras.saving.load_model(os.path.join(str(run), "model.keras"))
+    assert type(model).__name__ == "BertClassifier" and model.compiled
+    assert int(model.optimizer.iterations.numpy()) == 0
+    x = {"input_word_ids": np.ones((2, 8), "int32"), "input_mask": np.ones((2, 8), "int32"),
+         "input_type_ids": np.zeros((2, 8), "int32")}
+    model.fit(x, np.array([0, 1]), verbose=0)
+    path = os.path.join(str(run), "trained.keras")
+    model.save(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = keras.saving.load_model(path)
+    assert int(again.optimizer.iterations.numpy()) == 1
