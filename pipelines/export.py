@@ -36,7 +36,7 @@ import warnings
 
 from keras_bert.core import stopping
 from keras_bert.core.errors import ArgumentError, InputNotFoundError
-from keras_bert.export.options import ExportOptions
+from keras_bert.export.options import FORMAT_ALIASES, ExportOptions
 from keras_bert.pipelines.plumbing import (
     OUTPUT,
     add_options,
@@ -83,6 +83,7 @@ def _export(args: argparse.Namespace) -> tuple[dict, str]:
     # Everything is checked before any weights load (a checkpoint by name is fetched
     # when the export loads it).
     checkpoint = args.checkpoint
+    args.format = FORMAT_ALIASES.get(args.format, args.format)
     if not artifact_exists(checkpoint):
         raise InputNotFoundError(f"--checkpoint {checkpoint!r} does not exist.")
     if args.vocab_file:

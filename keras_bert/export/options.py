@@ -19,6 +19,8 @@ FORMATS = {
     "onnx": "model.onnx of the ids signature (serving_default) through tf2onnx, float32 "
             "(pip install 'keras_bert[onnx]')",
 }
+# Python's `export(format="tf_saved_model")` (keras-hub's name) works on the command line.
+FORMAT_ALIASES = {"tf_saved_model": "saved_model"}
 QUANTIZE = ("none", "dynamic_int8", "float16")
 
 
@@ -27,8 +29,9 @@ class ExportOptions:
     """An export: `checkpoint` (required) written as `format` under
     `output_dir`/`name`/VERSION/, with the serving settings of the SavedModel."""
 
-    format: str = option("saved_model", "; ".join(f"{k}: {v}" for k, v in FORMATS.items()),
-                         choices=sorted(FORMATS))
+    format: str = option("saved_model", "; ".join(f"{k}: {v}" for k, v in FORMATS.items())
+                         + " (also spelled tf_saved_model)",
+                         choices=sorted([*FORMATS, *FORMAT_ALIASES]))
     quantize: str = option(
         "none", "litert only: none (float32), dynamic_int8 (int8 weights, embeddings "
         "included, float activations) or float16 weights (default: %(default)s)",

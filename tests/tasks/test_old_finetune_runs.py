@@ -52,9 +52,11 @@ def test_from_preset_of_the_run_gives_that_release_logits(run):
     np.testing.assert_allclose(logits, reference["logits"], atol=1e-5)
 
 
-def test_export_of_the_run_exits_0(run, tmp_path):
+# Python's name of the format is the command's too.
+@pytest.mark.parametrize("spelling", ["saved_model", "tf_saved_model"])
+def test_export_of_the_run_exits_0(run, tmp_path, spelling):
     assert main(["export", "--checkpoint", str(run), "--output_dir", str(tmp_path / "out"),
-                 "--name", "old", "--nowarmup", "--quiet"]) == 0
+                 "--name", "old", "--format", spelling, "--nowarmup", "--quiet"]) == 0
     versions = os.listdir(tmp_path / "out" / "old")
     assert versions == ["1"]
     assert os.path.exists(tmp_path / "out" / "old" / "1" / "saved_model.pb")
