@@ -1,8 +1,25 @@
 """What the tests of the `keras-bert` command's user mistakes share (test_bad_input,
 test_config_sources): `one_line_error`, the check that a mistake ends as exit 2 with one
-line on stderr and no traceback."""
+line on stderr and no traceback; and the tiny fine-tuning settings and file writer of
+the your-own-data tests (test_own_data_cli, test_own_data_labels)."""
+
+import os
 
 from keras_bert.cli import main
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OWN_DATA_VOCAB = os.path.join(_REPO, "tests", "fixtures", "tokenization", "vocab_rich.txt")
+# A tiny random-weight BERT for the plumbing and file conventions, not accuracy.
+OWN_DATA_TINY = ["--preset", "tiny", "--vocab_file", OWN_DATA_VOCAB,
+                 "--do_lower_case=false", "--max_seq_length", "24", "--num_train_epochs",
+                 "1", "--train_batch_size", "8", "--noprogress"]
+
+
+def write_text(path, text):
+    """Writes `text` (UTF-8) to the pathlib `path`, making its folder; returns `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def one_line_error(argv, capsys, *words):

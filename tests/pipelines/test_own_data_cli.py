@@ -4,26 +4,16 @@ classification` (TSV and CSV) and `--task tagging` (CoNLL-style), then `evaluate
 random-weight BERT: the plumbing and file conventions, not accuracy."""
 
 import json
-import os
 
 import pytest
-from conftest import REPO
+from cli_support import OWN_DATA_TINY, write_text
 
 from keras_bert.cli import main
 
-VOCAB = os.path.join(REPO, "tests", "fixtures", "tokenization", "vocab_rich.txt")
-TINY = ["--preset", "tiny", "--vocab_file", VOCAB, "--do_lower_case=false",
-        "--max_seq_length", "24", "--num_train_epochs", "1", "--train_batch_size", "8",
-        "--noprogress"]
+TINY = OWN_DATA_TINY
 REVIEWS = [("a warm and funny film", "good"), ("dull and far too long", "bad"),
            ("the best film of the year", "good"), ("a tedious mess", "bad"),
            ("I would watch it again", "good"), ("nothing happens at all", "meh")]
-
-
-def _write(path, text):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def _export(run, out, capsys):
@@ -42,13 +32,13 @@ def test_classification_from_your_own_files(tmp_path, capsys, suffix):
     data = tmp_path / "data"
     if suffix == ".tsv":
         rows = "".join(f"{text}\t{label}\n" for text, label in REVIEWS)
-        _write(data / "train.tsv", "text\tlabel\n" + rows)
-        _write(data / "dev.tsv", "label\ttext\n" + "good\ta fine film\nmeh\tit is a film\n")
+        write_text(data / "train.tsv", "text\tlabel\n" + rows)
+        write_text(data / "dev.tsv", "label\ttext\n" + "good\ta fine film\nmeh\tit is a film\n")
     else:  # pairs, CSV quoting (commas and quotes inside fields), an id column
         rows = "".join(f'{i},"{text}, they said","a ""quoted"" reply",{label}\n'
                        for i, (text, label) in enumerate(REVIEWS))
-        _write(data / "train.csv", "id,text_a,text_b,label\n" + rows)
-        _write(data / "dev.csv", "id,text_a,text_b,label\nd1,a fine film,yes,good\n"
+        write_text(data / "train.csv", "id,text_a,text_b,label\n" + rows)
+        write_text(data / "dev.csv", "id,text_a,text_b,label\nd1,a fine film,yes,good\n"
                "d2,\"it is, a film\",no,meh\n")
     run = tmp_path / "run"
     assert main(["finetune", "--task", "classification", "--data_dir", str(data),
@@ -69,8 +59,8 @@ def test_classification_from_your_own_files(tmp_path, capsys, suffix):
         assert json.loads((run / "metrics.json").read_text())["accuracy"] == pytest.approx(
             metrics["accuracy"])
     # predict: the label column may be left out; the predictions are label names.
-    test = (_write(data / "test.tsv", "text\nmy favourite film\nawful\n") if suffix == ".tsv"
-            else _write(data / "test.csv", "text_a,text_b\nmy favourite,film\nawful,yes\n"))
+    test = (write_text(data / "test.tsv", "text\nmy favourite film\nawful\n") if suffix == ".tsv"
+            else write_text(data / "test.csv", "text_a,text_b\nmy favourite,film\nawful,yes\n"))
     output = tmp_path / "predictions.tsv"
     assert main(["predict", "--model", str(run), "--task", "classification", "--input",
                  str(test), "--output", str(output)]) == 0
@@ -93,8 +83,8 @@ def test_tagging_from_your_own_files(tmp_path, capsys):
                  [("Birds", "NOUN"), ("sing", "VERB"), ("sweetly", "ADV")]]
     conll = "".join("".join(f"{w}\t{t}\n" for w, t in s) + "\n" for s in sentences)
     data = tmp_path / "data"
-    _write(data / "train.txt", conll)
-    _write(data / "dev.txt", "The DET\ndog NOUN\nruns VERB\n\nRain NOUN\n")
+    write_text(data / "train.txt", conll)
+    write_text(data / "dev.txt", "The DET\ndog NOUN\nruns VERB\n\nRain NOUN\n")
     run = tmp_path / "run"
     assert main(["finetune", "--task", "tagging", "--data_dir", str(data), "--output_dir",
                  str(run), *TINY]) == 0
@@ -108,7 +98,7 @@ def test_tagging_from_your_own_files(tmp_path, capsys):
 
     assert main(["evaluate", "--model", str(run), "--task", "tagging", "--data_dir",
                  str(data)]) == 0
-    words = _write(tmp_path / "words.txt", "Cats\nsleep\n\nDogs\n")
+    words = write_text(tmp_path / "words.txt", "Cats\nsleep\n\nDogs\n")
     output = tmp_path / "tags.txt"
     assert main(["predict", "--model", str(run), "--task", "tagging", "--input", str(words),
                  "--output", str(output)]) == 0
@@ -138,7 +128,7 @@ def test_classification_file_mistakes_are_one_line_errors(tmp_path, capsys, file
     data = tmp_path / "data"
     data.mkdir()
     for name, text in files.items():
-        _write(data / name, text)
+        write_text(data / name, text)
     one_line_error(["finetune", "--task", "classification", "--data_dir", str(data),
                     "--output_dir", str(tmp_path / "run"), *TINY], capsys, *words)
     assert not (tmp_path / "run").exists()
@@ -148,8 +138,8 @@ def test_tagging_file_mistakes_are_one_line_errors(tmp_path, capsys):
     from cli_support import one_line_error
 
     data = tmp_path / "data"
-    _write(data / "train.txt", "Dogs NOUN\nbark\n")
-    _write(data / "dev.txt", "Dogs NOUN\n")
+    write_text(data / "train.txt", "Dogs NOUN\nbark\n")
+    write_text(data / "dev.txt", "Dogs NOUN\n")
     one_line_error(["finetune", "--task", "tagging", "--data_dir", str(data), "--output_dir",
                     str(tmp_path / "run"), *TINY], capsys, "train.txt:2",
                    "1 columns, expected 2")

@@ -4,13 +4,13 @@ not a finite number; `evaluate` and `predict` on a saved run refuse a labelled f
 holding a label the run does not know; each is exit 2 with one line naming the label,
 the file and the line. Mixed numeric and named labels get a warning naming both kinds.
 The Python side of the same judgment is tests/tasks/test_label_checks.py. A tiny
-random-weight BERT (test_own_data_cli's settings); the refusals come before training."""
+random-weight BERT (cli_support's settings, as test_own_data_cli's); the refusals come before training."""
 
 import json
 
 import pytest
-from cli_support import one_line_error
-from test_own_data_cli import TINY, _write
+from cli_support import OWN_DATA_TINY as TINY
+from cli_support import one_line_error, write_text
 
 from keras_bert.cli import main
 
@@ -40,16 +40,16 @@ def _finetune(task, data, run):
 def test_finetune_refuses_labels_that_do_not_belong(tmp_path, capsys, task, files, words):
     data = tmp_path / "data"
     for name, text in files.items():
-        _write(data / name, text)
+        write_text(data / name, text)
     one_line_error(_finetune(task, data, tmp_path / "run"), capsys, *words)
     assert not (tmp_path / "run").exists()
 
 
 def test_classification_run_warns_of_mixed_labels_and_refuses_unknown_ones(tmp_path, capsys):
     data = tmp_path / "data"
-    _write(data / "train.tsv", "text\tlabel\na warm film\t0\ndull\t1\nthe best\tneg\n"
+    write_text(data / "train.tsv", "text\tlabel\na warm film\t0\ndull\t1\nthe best\tneg\n"
                                "a mess\tpos\nfine\t0\n")
-    _write(data / "dev.tsv", "text\tlabel\na fine film\tpos\nawful\t0\n")
+    write_text(data / "dev.tsv", "text\tlabel\na fine film\tpos\nawful\t0\n")
     run = tmp_path / "run"
     assert main(_finetune("classification", data, run)) == 0
     err = capsys.readouterr().err
@@ -60,30 +60,30 @@ def test_classification_run_warns_of_mixed_labels_and_refuses_unknown_ones(tmp_p
 
     # evaluate: the dev file's labels must be the run's.
     other = tmp_path / "other"
-    _write(other / "dev.tsv", "text\tlabel\nfine\tpos\ngood\tpositive\n")
+    write_text(other / "dev.tsv", "text\tlabel\nfine\tpos\ngood\tpositive\n")
     one_line_error(["evaluate", "--model", str(run), "--task", "classification",
                     "--data_dir", str(other)], capsys, "dev.tsv:3", "label 'positive'",
                    "['0', '1', 'neg', 'pos']")
     # predict: the label column may be left out (or empty); labels given must belong.
-    test = _write(tmp_path / "test.tsv", "text\tlabel\nfine\tneg\ngood\t\nok\t2\n")
+    test = write_text(tmp_path / "test.tsv", "text\tlabel\nfine\tneg\ngood\t\nok\t2\n")
     output = tmp_path / "predictions.tsv"
     one_line_error(["predict", "--model", str(run), "--task", "classification", "--input",
                     str(test), "--output", str(output)], capsys, "test.tsv:4", "label '2'")
     assert not output.exists()
-    _write(tmp_path / "test.tsv", "text\tlabel\nfine\tneg\ngood\t\n")
+    write_text(tmp_path / "test.tsv", "text\tlabel\nfine\tneg\ngood\t\n")
     assert main(["predict", "--model", str(run), "--task", "classification", "--input",
                  str(test), "--output", str(output)]) == 0
 
 
 def test_tagging_run_refuses_tags_it_does_not_know(tmp_path, capsys):
     data = tmp_path / "data"
-    _write(data / "train.txt", CONLL)
-    _write(data / "dev.txt", "The DET\ndog NOUN\nruns VERB\n")
+    write_text(data / "train.txt", CONLL)
+    write_text(data / "dev.txt", "The DET\ndog NOUN\nruns VERB\n")
     run = tmp_path / "run"
     assert main(_finetune("tagging", data, run)) == 0
     capsys.readouterr()
     other = tmp_path / "other"
-    _write(other / "dev.txt", "The DET\ndog NOUN\n\nA DET\nbird NOUN\nsings VERB\nloud ADJ\n")
+    write_text(other / "dev.txt", "The DET\ndog NOUN\n\nA DET\nbird NOUN\nsings VERB\nloud ADJ\n")
     one_line_error(["evaluate", "--model", str(run), "--task", "tagging", "--data_dir",
                     str(other)], capsys, "dev.txt:7", "tag 'ADJ'", "['DET', 'NOUN', 'VERB']")
     output = tmp_path / "tags.txt"
@@ -91,6 +91,6 @@ def test_tagging_run_refuses_tags_it_does_not_know(tmp_path, capsys):
                     str(other / "dev.txt"), "--output", str(output)], capsys, "dev.txt:7",
                    "tag 'ADJ'")
     assert not output.exists()
-    words = _write(tmp_path / "words.txt", "Cats\nsleep\n")  # no tags: nothing to check
+    words = write_text(tmp_path / "words.txt", "Cats\nsleep\n")  # no tags: nothing to check
     assert main(["predict", "--model", str(run), "--task", "tagging", "--input", str(words),
                  "--output", str(output)]) == 0

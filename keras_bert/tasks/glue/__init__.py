@@ -6,6 +6,7 @@ family:
 - `classification`: `TextClassificationTask`, your own labelled data (`--task
   classification`: TSV or CSV files, label names learnt from the training file) and
   your own labels (the task behind `BertClassifier.from_preset`);
+- `examples`: `GlueExample`, and GLUE read from tensorflow-datasets;
 - `table`: reading those TSV/CSV files (the text and `label` columns by header name);
 - `serving`: what export serves of a classifier (`logits`, `probabilities`, `label`) or
   a regressor (`score`); their `serve_text` is `ModelServing`'s common one (tokenize,

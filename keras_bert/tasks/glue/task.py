@@ -22,7 +22,6 @@ come back in that order. Test splits carry the label -1, read as None.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import os
@@ -31,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from keras_bert.core import fileio
-from keras_bert.core.errors import ArgumentError, DataError, MismatchError
+from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.metrics import GLUE_METRIC_NAMES, glue_metrics
 from keras_bert.model.models import BertClassifier
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
@@ -43,27 +42,9 @@ from keras_bert.tasks.common import (
     text_pairs,
     warn_blank_lines,
 )
+from keras_bert.tasks.glue.examples import GLUE_TFDS_FEATURES, TFDS_SPLITS, GlueExample, tfds_reader
 from keras_bert.tasks.labels import class_problem, refuse, score
-from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
-
-
-@dataclasses.dataclass(frozen=True)
-class GlueExample:
-    """One row of a GLUE file.
-
-    Attributes:
-        guid: the row's id: its `index` (or QQP `id`) column, else its 0-based row
-            number in the file. Submission files are keyed by it.
-        text_a: the first sentence.
-        text_b: the second sentence of a pair task, else None.
-        label: the label string ("entailment", "1", ...), the STS-B score as a float,
-            or None for unlabelled data.
-    """
-
-    guid: str
-    text_a: str
-    text_b: str | None
-    label: str | float | None = None
+from keras_bert.tasks.tfds_source import TfdsLayout
 
 
 class GlueTask(Task):
@@ -419,8 +400,8 @@ class GlueTask(Task):
         known = ("train", *self.dev_splits, *self.test_splits)
         # MNLI: "test" means "test_matched", as for the files.
         aliases = {} if "test" in self.test_splits else {"test": self.test_splits[0]}
-        return TfdsLayout(f"glue/{self.name}", {s: _TFDS_SPLITS[s] for s in known},
-                          functools.partial(_tfds_reader, self), split_aliases=aliases)
+        return TfdsLayout(f"glue/{self.name}", {s: TFDS_SPLITS[s] for s in known},
+                          functools.partial(tfds_reader, self), split_aliases=aliases)
 
     @classmethod
     def from_config(cls, config: dict) -> GlueTask:
@@ -466,72 +447,3 @@ GLUE_TASKS: dict[str, GlueTask] = {task.name: task for task in (
     GlueTask("rte", "RTE", _ENTAILMENT, ("sentence1", "sentence2"), "label"),
     GlueTask("wnli", "WNLI", _BINARY, ("sentence1", "sentence2"), "label"),
 )}
-
-
-# --- tensorflow-datasets --------------------------------------------------------------
-
-# Per GLUE task: the tfds text features (in GlueExample's text_a, text_b order) and the
-# tfds class name -> the label string of the GLUE TSV (None: STS-B's float score).
-GLUE_TFDS_FEATURES = {
-    "cola": (("sentence",), {"unacceptable": "0", "acceptable": "1"}),
-    "sst2": (("sentence",), {"negative": "0", "positive": "1"}),
-    "mrpc": (("sentence1", "sentence2"), {"not_equivalent": "0", "equivalent": "1"}),
-    "stsb": (("sentence1", "sentence2"), None),
-    "qqp": (("question1", "question2"), {"not_duplicate": "0", "duplicate": "1"}),
-    "mnli": (("premise", "hypothesis"), {"entailment": "entailment", "neutral": "neutral",
-                                         "contradiction": "contradiction"}),
-    "qnli": (("question", "sentence"), {"entailment": "entailment",
-                                        "not_entailment": "not_entailment"}),
-    "rte": (("sentence1", "sentence2"), {"entailment": "entailment",
-                                         "not_entailment": "not_entailment"}),
-    "wnli": (("sentence1", "sentence2"), {"not_entailment": "0", "entailment": "1"}),
-}
-_TFDS_SPLITS = {"train": "train", "dev": "validation", "dev_matched": "validation_matched",
-                "dev_mismatched": "validation_mismatched", "test": "test",
-                "test_matched": "test_matched", "test_mismatched": "test_mismatched"}
-_TFDS_BATCH = 4096  # records read per batch (scalar features only)
-
-
-def _tfds_reader(task: GlueTask, builder, name: str):
-    text_features, mapping = GLUE_TFDS_FEATURES[task.name]
-    require_features(builder, name, (*text_features, "label", "idx"))
-    label_feature = builder.info.features["label"]
-    if mapping is None:
-        if getattr(label_feature, "names", None):
-            raise MismatchError(f"tensorflow-datasets {name!r} has class labels "
-                                f"{list(label_feature.names)}; STS-B expects a float score.")
-        strings = None
-    else:
-        names = class_names(label_feature, name, "label", mapping)
-        strings = [mapping[n] for n in names]  # class index -> GLUE label string
-        if not set(strings) <= set(task.labels):
-            raise MismatchError(f"GLUE {task.name}'s labels {list(task.labels)} do not "
-                                f"include {sorted(set(strings) - set(task.labels))}.")
-
-    def label_of(value, where: str, record: int):
-        if strings is None:
-            value = float(value)
-            return None if value == -1.0 else value  # -1: an unlabelled (test) record
-        value = int(value)
-        if value == -1:
-            return None
-        if not 0 <= value < len(strings):
-            raise DataError(f"record {record}: label {value} is not a class index of "
-                            f"{strings}.", path=where)
-        return strings[value]
-
-    def read(as_numpy, dataset, where: str, labelled: bool) -> list[GlueExample]:
-        rows = []
-        record = 0
-        for batch in as_numpy(dataset.batch(_TFDS_BATCH)):
-            texts = [batch[f] for f in text_features]
-            for i, idx in enumerate(batch["idx"]):
-                label = label_of(batch["label"][i], where, record) if labelled else None
-                text_b = record_text(texts[1][i]) if len(texts) > 1 else None
-                rows.append((int(idx), GlueExample(str(int(idx)), record_text(texts[0][i]),
-                                                   text_b, label)))
-                record += 1
-        rows.sort(key=lambda row: row[0])  # tfds stores records in hashed-key order
-        return [example for _, example in rows]
-
-    return read

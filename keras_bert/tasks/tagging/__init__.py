@@ -2,6 +2,7 @@
 
 - `task`: reading CoNLL files, windows over long sentences, a label per word from its
   first piece, the official entity F1, `NerTask`;
+- `examples`: `NerExample`, and CoNLL-2003 read from tensorflow-datasets;
 - `generic`: `TaggingTask` (`--task tagging`), your own CoNLL-style data (a word and
   its tag per line), any tag set learnt from the training file;
 - `serving`: the SavedModel's `serve_text` (a label per whitespace word);

@@ -38,26 +38,12 @@ from keras_bert.model.taggers import IGNORE_LABEL, BertFeatureBasedTagger, BertN
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import as_numpy_outputs, read_lines
 from keras_bert.tasks.labels import refuse, tag_problem
-from keras_bert.tasks.tfds_source import TfdsLayout, class_names, record_text, require_features
+from keras_bert.tasks.tagging.examples import TFDS_SPLITS, NerExample, tag_name, tfds_reader
+from keras_bert.tasks.tfds_source import TfdsLayout
 from keras_bert.tasks.windows import max_context_windows, window_spans
 
 _TAG = re.compile(r"O|[BIES]-\S+")
 _TOKENIZE_BATCH = 65536  # words per tokenizer call
-
-
-@dataclasses.dataclass(frozen=True)
-class NerExample:
-    """One sentence.
-
-    Attributes:
-        words: the words, in order.
-        tags: one NER tag per word, or None for unlabelled data.
-        line: the file line of the first word (1-based).
-    """
-
-    words: tuple[str, ...]
-    tags: tuple[str, ...] | None = None
-    line: int = 0
 
 
 class NerTask(Task):
@@ -167,11 +153,11 @@ class NerTask(Task):
             return examples
         problems = [(f"sentence {i}, word {j}", problem) for i, e in enumerate(examples)
                     for j, tag in enumerate(e.tags or ())
-                    if (problem := tag_problem(_tag_name(tag, self.labels), self.labels))]
+                    if (problem := tag_problem(tag_name(tag, self.labels), self.labels))]
         refuse(problems, "y", "Build the tagger with label_names that include every tag "
                "(from_preset(..., label_names=[...])), or fix the tags.")
         return [e if e.tags is None else dataclasses.replace(
-            e, tags=tuple(_tag_name(t, self.labels) for t in e.tags)) for e in examples]
+            e, tags=tuple(tag_name(t, self.labels) for t in e.tags)) for e in examples]
 
     def read_examples(self, path: str, labelled: bool = True) -> list[NerExample]:
         """Sentences of a CoNLL-2003 file (see the module docstring).
@@ -467,7 +453,7 @@ class NerTask(Task):
 
     def tfds_layout(self) -> TfdsLayout:
         """`conll2003` in tensorflow-datasets (see the module docstring)."""
-        return TfdsLayout("conll2003", _TFDS_SPLITS, _tfds_reader,
+        return TfdsLayout("conll2003", TFDS_SPLITS, tfds_reader,
                           other_names=("conll2003/conll2003",))
 
     @classmethod
@@ -476,21 +462,6 @@ class NerTask(Task):
         task = cls()
         task.restore(config)
         return task
-
-
-# --- tensorflow-datasets --------------------------------------------------------------
-
-CONLL2003_TFDS_TAGS = frozenset(["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC",
-                                 "B-MISC", "I-MISC"])
-"""The `ner` class names of tfds's conll2003 (in any order)."""
-_TFDS_SPLITS = {"train": "train", "dev": "dev", "valid": "dev", "test": "test"}
-
-
-def _tag_name(tag, labels: Sequence[str]):
-    """A tag given as a class index (an int in range) as its name; anything else as it is."""
-    if isinstance(tag, int) and not isinstance(tag, bool) and 0 <= tag < len(labels):
-        return labels[tag]
-    return tag
 
 
 def _pieces_with_unk(piece_ids, piece_counts, unk_id: int):
@@ -517,32 +488,3 @@ def _max_context_features(spans, windows_per_example, pieces_per_example, word_s
         best[rows] = max_context_windows(spans[i], int(pieces_per_example[i]))[
             word_offset[rows]]
     return first_window[example_of_word] + best
-
-
-def _tfds_reader(builder, name: str):
-    require_features(builder, name, ("tokens", "ner"))
-    feature = builder.info.features["ner"]
-    tags = class_names(getattr(feature, "feature", feature), name, "ner tag",
-                       CONLL2003_TFDS_TAGS)
-
-    def read(as_numpy, dataset, where: str, labelled: bool) -> list[NerExample]:
-        examples = []
-        for record, r in enumerate(as_numpy(dataset)):
-            words = tuple(record_text(w) for w in r["tokens"])
-            if not words:
-                continue  # no sentence (the file reader skips blank lines alike)
-            sentence_tags = None
-            if labelled:
-                ids = [int(t) for t in r["ner"]]
-                if len(ids) != len(words):
-                    raise DataError(f"record {record} has {len(words)} tokens but "
-                                    f"{len(ids)} ner tags.", path=where)
-                bad = [t for t in ids if not 0 <= t < len(tags)]
-                if bad:
-                    raise DataError(f"record {record}: ner tag index {bad[0]} is not one "
-                                    f"of the {len(tags)} tags {tags}.", path=where)
-                sentence_tags = tuple(tags[t] for t in ids)
-            examples.append(NerExample(words, sentence_tags))
-        return examples
-
-    return read
