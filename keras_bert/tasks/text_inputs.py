@@ -1,7 +1,7 @@
 """What the task models' raw-text methods check before any work
 (`keras_bert.tasks.keras_face`): their inputs at the door (not empty, every text a
 string of Unicode text, named by its index otherwise; a classifier's pairs shaped as
-pairs; labels where they are needed; finite targets) and their arguments (known
+pairs; labels where they are needed) and their arguments (known
 keywords, ranges, types, sample and class weights, callbacks). Each bad case raises one
 `ArgumentError` naming the argument, item or value at fault and what to do.
 
@@ -197,25 +197,12 @@ def _tag_strings(x, y):
     return sentences, labels
 
 
-def _checked_targets(y, what: str = "y") -> None:
-    """`ArgumentError` naming a NaN or infinite number among the labels."""
-    if isinstance(y, dict):
-        for key, value in y.items():
-            _checked_targets(value, f"{what}[{key!r}]")
-    elif isinstance(y, (list, tuple)):
-        for i, value in enumerate(y):
-            _checked_targets(value, f"{what}[{i}]")
-    elif isinstance(y, float) and not math.isfinite(y):
-        raise ArgumentError(f"{what} is {y}: a target must be a finite number; fix or drop "
-                            "that example.", field="y")
-
-
 def checked_inputs(task: Task, x, y=None, *, method: str = "predict",
                    labelled: bool = False) -> tuple:
     """(x, y) as the task's `text_examples` takes them, after the checks every raw-text
     method makes before any work: `x` not empty, every text a string of Unicode text
     (named by its index otherwise), a classifier's pairs shaped as pairs, labels given
-    when `labelled`, no NaN or infinite target; a tagger's tags given as one string per
+    when `labelled`, a tagger's tags given as one string per
     sentence are split on whitespace (when they match its words)."""
     if x is None:
         raise ArgumentError(f"{method}: x is missing; give the texts.", field="x")
@@ -229,8 +216,9 @@ def checked_inputs(task: Task, x, y=None, *, method: str = "predict",
         raise ArgumentError(
             f"{method} needs labels: pass y, {LABEL_HINTS.get(family, 'one per input')} "
             "(or a tf.data dataset of (text, label) elements).", field="y")
+    # Labels that do not belong (NaN targets too) are the task's judgment
+    # (`keras_bert.tasks.labels`), the same as in files.
     if y is not None:
-        _checked_targets(y)
         if family == "tagging":
             x, y = _tag_strings(x, y)
     return x, y
