@@ -108,7 +108,11 @@ class TextFace:
         """`compile()` without an optimizer: the recipe is sized by the next `fit` on
         raw text (which knows the steps)."""
         self._recipe_pending = True
-        self._recipe_loss, self._recipe_metrics = loss, metrics
+        # Kept out of Keras's tracking: a tracked metric stays among `model.metrics`
+        # after a later `compile(optimizer=...)`, never updated, and its 0.0 shadowed the
+        # real "accuracy" in `evaluate`'s results.
+        object.__setattr__(self, "_recipe_loss", loss)
+        object.__setattr__(self, "_recipe_metrics", metrics)
         self._recipe_learning_rate = learning_rate
 
     def compile_from_config(self, config):

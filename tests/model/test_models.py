@@ -325,3 +325,23 @@ def test_every_public_model_goes_through_the_harness(tiny_config):
               and value.__module__ == module.__name__
               and keras.saving.get_registered_name(value).startswith("keras_bert>")}
     assert public | {"BertEncoder"} == set(MODEL_NAMES) == set(_model_cases(tiny_config))
+
+
+def test_evaluate_after_recompiling_reports_the_models_own_accuracy():
+    """`compile()` (the recipe, as `from_preset` leaves a model) then `compile(optimizer=
+    ...)`: `evaluate`'s accuracy is that of the model's predictions, not a stale metric
+    of the first compile left at 0.0."""
+    from keras_bert import BertClassifier, BertConfig, BertEncoder
+
+    encoder = BertEncoder(BertConfig.from_preset("tiny", vocab_size=50))
+    rng = np.random.default_rng(0)
+    x = {"input_word_ids": rng.integers(5, 50, (16, 8)).astype("int32"),
+         "input_mask": np.ones((16, 8), "int32"), "input_type_ids": np.zeros((16, 8), "int32")}
+    y = rng.integers(0, 2, 16)
+    model = BertClassifier(encoder, num_classes=2)
+    model.compile()
+    model.compile(optimizer="adam")
+    results = model.evaluate(x, y, batch_size=16, return_dict=True, verbose=0)
+    expected = float(np.mean(model.predict(x, verbose=0).argmax(-1) == y))
+    assert results["accuracy"] == pytest.approx(expected)
+    assert [m.name for m in model.metrics] == ["loss", "compile_metrics"]
