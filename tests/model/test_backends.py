@@ -285,6 +285,7 @@ def _save_tensorflow_models(folder):
     np.savez(os.path.join(folder, "tensorflow.npz"), **arrays)
 
 
+@pytest.mark.slow  # 19 s; test_keras_face's jax case saves under JAX and reloads by default
 def test_keras_files_move_between_tensorflow_and_jax(tmp_path):
     _needs("jax")
     if keras.backend.backend() != "tensorflow":

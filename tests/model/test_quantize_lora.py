@@ -322,6 +322,7 @@ def test_lora_after_an_eager_call_retraces_it():
     assert np.abs(_numpy(encoder(x)["sequence_output"]) - before).max() > 1e-3
 
 
+@pytest.mark.slow  # 24 s; test_default_int8_classifier_agrees_with_the_float_one checks int8 by default
 def test_minilm_int8_stays_close_to_float():
     encoder = load_encoder(minilm_path())
     x = _inputs(16, seq=32, vocab=encoder.config.vocab_size, seed=2)
@@ -375,6 +376,7 @@ print(json.dumps(results))
 '''
 
 
+@pytest.mark.slow  # 29 s; test_keras_face's jax case trains, saves and reloads under JAX by default
 def test_quantize_and_lora_under_jax():
     pytest.importorskip("jax")
     env = {**os.environ, "KERAS_BACKEND": "jax", "CUDA_VISIBLE_DEVICES": "",

@@ -125,6 +125,7 @@ def test_jax_run_directory_loads_and_continues_under_tensorflow(data, uninterrup
     assert metrics["step"] == 610 and np.isfinite(metrics["masked_lm_loss"])
 
 
+@pytest.mark.slow  # 28 s; the default suite keeps the JAX fine-tuning and resume tests
 def test_data_parallel_over_two_jax_devices_and_mixed_precision(data, tmp_path):
     script = f"""
         import json, keras, numpy as np
