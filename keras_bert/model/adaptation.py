@@ -5,11 +5,10 @@ either keep the old weights, so they are dropped when the encoder's weights chan
 
 from __future__ import annotations
 
-import numpy as np
-
 from keras_bert.core.errors import ArgumentError
 from keras_bert.model import saving
 from keras_bert.model.encoder import (
+    check_lora_rank,
     check_mode_first,
     check_quantization_mode,
     nothing_to_quantize_unsaid,
@@ -56,10 +55,7 @@ class Adaptation:
         >>> sorted({w.path.split("/")[-1] for w in model.trainable_weights})
         ['bias', 'kernel', 'lora_kernel_a', 'lora_kernel_b']
         """
-        if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 1:
-            raise ArgumentError(f"enable_lora: rank must be a positive integer (e.g. 4 or 8), "
-                                f"got {rank!r}.", field="rank")
-        rank = int(rank)
+        rank = check_lora_rank(rank)  # before the frozen-encoder refusal
         if any(getattr(layer, "freezes_encoder", False) for layer in self._flatten_layers()):
             raise ArgumentError(
                 f"enable_lora: {type(self).__name__} keeps its encoder frozen (its features "

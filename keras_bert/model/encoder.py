@@ -8,6 +8,7 @@ import re
 import warnings
 
 import keras
+import numpy as np
 
 from keras_bert.core.errors import ArgumentError
 from keras_bert.model import saving, tf_fast
@@ -46,6 +47,14 @@ def check_quantization_mode(model, mode) -> None:
     raise ArgumentError(
         f"quantize(mode={mode!r}) is not supported by {owner}{why}. Use one of "
         f"{', '.join(map(repr, QUANTIZATION_MODES))}.", field="mode")
+
+
+def check_lora_rank(rank) -> int:
+    """`rank` of `enable_lora` as an int, or `ArgumentError` if it is no positive integer."""
+    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or rank < 1:
+        raise ArgumentError(f"enable_lora: rank must be a positive integer (e.g. 4 or 8), "
+                            f"got {rank!r}.", field="rank")
+    return int(rank)
 
 
 def check_mode_first(model) -> None:
@@ -253,9 +262,7 @@ class BertEncoder(keras.Model):
         >>> sorted({w.name for w in encoder.trainable_weights})
         ['lora_kernel_a', 'lora_kernel_b']
         """
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-            raise ArgumentError(f"enable_lora: rank must be a positive integer, got {rank!r}.",
-                                field="rank")
+        rank = check_lora_rank(rank)
         if self.lora_rank is not None:
             raise ArgumentError(f"enable_lora: LoRA is already enabled on {self.name} (rank "
                                 f"{self.lora_rank}); it can be enabled once.", field="rank")
