@@ -356,6 +356,7 @@ def run_task_contract(name, data_dir, tmp_path, *, tokenizer, encoder_config, se
     from keras_bert.checkpoints import FINETUNE_CONFIG, FINETUNED_MODEL, open_artifact
     from keras_bert.export import export_saved_model, load_export_source
     from keras_bert.tasks.finetuning import FinetuneOptions
+    from keras_bert.tasks.finetuning.run_directory import load_run
 
     # A run directory as `keras-bert finetune` writes it: reload, then export.
     run = os.path.join(tmp_path, "run")
@@ -373,9 +374,10 @@ def run_task_contract(name, data_dir, tmp_path, *, tokenizer, encoder_config, se
               "lower_case": tokenizer.lower_case, "history": []}
     with open(os.path.join(run, FINETUNE_CONFIG), "w") as f:
         json.dump(record, f)
-    # The opener says what the run is and restores its task from the record.
+    # The opener says what the run is; the run's task comes back from the record.
     artifact = open_artifact(run)
-    assert artifact.kind == "finetuning_run" and artifact.task.config() == config, name
+    assert artifact.kind == "finetuning_run", name
+    assert load_run(artifact).task.config() == config, name
     reloaded = keras.models.load_model(os.path.join(run, FINETUNED_MODEL), compile=False)
     assert type(reloaded) is type(model) and reloaded.get_config() == model.get_config()
     for ours, theirs in zip(model.get_weights(), reloaded.get_weights(), strict=True):

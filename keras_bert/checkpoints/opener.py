@@ -13,9 +13,9 @@ models' `from_preset` open their sources here and ask the artifact what it is: n
 them tests a path's kind itself, so each finds a model's kind, vocab and casing the
 same way, and a fine-tuning run's record is read once.
 
-A run's task and model belong to the tasks stage, which comes after this one: the
-artifact reaches them through `keras_bert.core.wiring` (the role "finetuning_runs",
-`keras_bert.tasks.finetuning.run_directory`'s `restore_run` and `load_run`).
+A run's task and preprocessor belong to the tasks stage, which comes after this one:
+`keras_bert.tasks.finetuning.run_directory.load_run` takes an opened run from here. The
+artifact itself gives a run's record, labels and Keras model.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from keras_bert.checkpoints.vocab import (
     checkpoint_lower_case,
     checkpoint_vocab,
 )
-from keras_bert.core import wiring
 from keras_bert.core.errors import CheckpointError, InputNotFoundError
+from keras_bert.core.run_files import FINETUNED_MODEL
 from keras_bert.model.config import BertConfig
 from keras_bert.text.vocab import VOCAB_FILE
 
@@ -52,8 +52,6 @@ from keras_bert.text.vocab import VOCAB_FILE
 KINDS = ("keras_bert", "hf", "google", "tf2", "keras_hub", "keras_hub_task",
          "pretraining_run", "finetuning_run", "keras_file")
 KERAS_FILE_SUFFIX = ".keras"
-# The role (keras_bert.core.wiring) that restores and loads a fine-tuning run.
-FINETUNING_RUNS = "finetuning_runs"
 
 
 @dataclasses.dataclass
@@ -108,27 +106,12 @@ class Artifact:
         head and sequence length), read on first use; None for any other kind."""
         return read_keras_hub_task(self.local_path) if self.kind == "keras_hub_task" else None
 
-    @functools.cached_property
-    def _restored(self):
-        return wiring.provider(FINETUNING_RUNS).restore_run(self.path, self.record)
-
-    @property
-    def task(self):
-        """A fine-tuning run's task, restored with its saved config (from the record
-        read when it was opened); None for any other kind."""
-        return self._restored[0] if self.kind == "finetuning_run" else None
-
-    @property
-    def options(self):
-        """A fine-tuning run's `FinetuneOptions`; None for any other kind."""
-        return self._restored[1] if self.kind == "finetuning_run" else None
-
     @property
     def labels(self) -> tuple[str, ...] | None:
         """Class names in index order: a fine-tuning run's task's (None for a task
         without a label list), a keras-hub classifier's class indices; else None."""
         if self.kind == "finetuning_run":
-            labels = getattr(self.task, "labels", None)
+            labels = (self.record.get("task_config") or {}).get("labels")
             return None if labels is None else tuple(labels)
         if self.kind == "keras_hub_task":
             return tuple(str(i) for i in range(self.hub_task.num_classes))
@@ -157,25 +140,19 @@ class Artifact:
 
         return BertTokenizer(self.vocab_file, lower_case=self.lower_case)
 
-    def finetuned(self):
-        """A fine-tuning run, loaded (`keras_bert.tasks.finetuning.FinetunedModel`: its
-        model, task, tokenizer and feature settings) from the record read when it was
-        opened."""
-        if self.kind != "finetuning_run":
-            raise TypeError(f"{self.path!r} is a {self.kind} artifact, not a fine-tuning run.")
-        return wiring.provider(FINETUNING_RUNS).load_run(self.path, self.record)
-
     def load(self, dtype=None):
         """The artifact's model: a checkpoint's `BertEncoder` (see `load_encoder`), a
         keras-hub task preset's `BertClassifier`, a fine-tuning run's task model, a
         `.keras` file's model. `dtype` (a dtype policy) is for checkpoints; a saved
         model (a run, a `.keras` file) keeps its own."""
-        if self.kind == "finetuning_run":
-            return self.finetuned().model
-        if self.kind == "keras_file":
+        if self.kind in ("finetuning_run", "keras_file"):
             import keras
 
-            return keras.saving.load_model(self.local_path)
+            # A run's model.keras (checked whole when the run was opened); its task
+            # and preprocessor: keras_bert.tasks.finetuning.run_directory.load_run.
+            path = (os.path.join(self.path, FINETUNED_MODEL) if self.kind == "finetuning_run"
+                    else self.local_path)
+            return keras.saving.load_model(path, compile=self.kind == "keras_file")
         if self.kind == "keras_hub_task":
             from keras_bert.checkpoints.keras_hub import load_keras_hub_classifier
 

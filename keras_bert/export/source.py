@@ -163,7 +163,9 @@ def _check_run_vocab(run: Artifact, vocab_file: str | os.PathLike) -> None:
 def _finetuned_source(run: Artifact, precision: str, max_seq_length: int | None
                       ) -> ExportSource:
     path = run.path
-    finetuned = run.finetuned()
+    from keras_bert.tasks.finetuning.run_directory import load_run
+
+    finetuned = load_run(run)
     task, settings = finetuned.task, finetuned.settings
     model = finetuned.model if precision == "float32" else with_dtype_policy(
         finetuned.model, _policy(precision))

@@ -35,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_bert.core.errors import ArgumentError
+from keras_bert.tasks import recipe
 from keras_bert.tasks.base import feature_dataset
 from keras_bert.tasks.text_inputs import (
     EVALUATE_KEYWORDS,
@@ -67,12 +68,6 @@ from keras_bert.training import optimization  # noqa: F401,I001
 
 logger = logging.getLogger("keras_bert")
 
-# The paper's fine-tuning recipe for `compile()` without arguments (§4, Appendix A.3):
-# AdamW, weight decay 0.01 off LayerNorm and biases, 10% warmup then linear decay,
-# global norm clipping 1.0; the peak rate is `BertTask.compile`'s (the top of Google's
-# grid for the model's size: a short run on a few thousand rows needs it; MiniLM on
-# 2,000 SST-2 rows: 0.65-0.74 held-out accuracy at 5e-5, 0.81-0.82 at 1e-4, 3 seeds).
-RECIPE_WARMUP = 0.1
 
 
 # --- the methods the task models delegate to -------------------------------------------
@@ -175,16 +170,6 @@ def fit(model, x, y=None, *, batch_size=None, epochs=1, shuffle=True, **kwargs):
         raise _no_examples_left(count, "fit")
     features = preprocessor.features(train)
     batch_size = batch_size or DEFAULT_BATCH_SIZE
-    steps = math.ceil(len(features) / batch_size)
-    # The dataset holds every epoch's batches (Keras reads on across epochs).
-    data_epochs = epochs if steps_per_epoch is None else math.ceil(
-        max(steps_per_epoch, steps) * epochs / steps)
-    dataset = features_dataset(features, batch_size, training=True, shuffle=shuffle,
-                               epochs=data_epochs, seed=seed,
-                               weights=feature_weights(features, weights, class_weight))
-    steps = steps_per_epoch or steps
-    if getattr(model, "_recipe_pending", False):
-        size_recipe(model, steps * epochs)
     if validation is not None:
         val_examples, val_weights = _with_targets(task, *validation, "validation")
         validation_data = (preprocessor.examples_dataset(
@@ -193,8 +178,55 @@ def fit(model, x, y=None, *, batch_size=None, epochs=1, shuffle=True, **kwargs):
     elif validation_data is not None:
         validation_data = _validation_dataset(preprocessor, validation_data, batch_size,
                                               kwargs.get("validation_batch_size"))
-    return model.fit(dataset, epochs=epochs, steps_per_epoch=steps, shuffle=False,
-                     validation_data=validation_data, **kwargs)
+    return fit_features(model, features, batch_size=batch_size, epochs=epochs,
+                        shuffle=shuffle, seed=seed, steps_per_epoch=steps_per_epoch,
+                        weights=feature_weights(features, weights, class_weight),
+                        validation_data=validation_data, **kwargs)
+
+
+def fit_features(model, features, *, batch_size: int = DEFAULT_BATCH_SIZE, epochs=1,
+                 shuffle: bool = True, seed: int | None = None,
+                 steps_per_epoch: int | None = None, weights=None,
+                 group_by_length: bool = recipe.GROUP_BY_LENGTH, **kwargs):
+    """Trains `model` on featurized examples: what `fit` on raw text and `keras-bert
+    finetune` both do. The batches are shuffled each epoch from `seed` (None: the seed
+    `keras.utils.set_random_seed` set, else a random one), drawn from runs of similar
+    length (`group_by_length`, the recipe's) and cut to their longest sequence; a model
+    compiled with `compile()` gets the recipe's schedule sized for this run. `epochs` may
+    be fractional (the last epoch stops early); `kwargs` go to `keras.Model.fit`."""
+    steps = math.ceil(len(features) / batch_size)
+    total = (steps_per_epoch or steps) * epochs
+    whole_epochs = max(1, math.ceil(epochs))
+    if whole_epochs != epochs:  # fractional: the last epoch stops early
+        total = max(1, round(steps * epochs))
+        steps_per_epoch = min(steps, total)
+    total = int(total)
+    # The dataset holds every epoch's batches (Keras reads on across epochs).
+    data_epochs = whole_epochs if steps_per_epoch is None else math.ceil(
+        max(steps_per_epoch, steps) * whole_epochs / steps)
+    dataset = features_dataset(features, batch_size, training=True, shuffle=shuffle,
+                               epochs=data_epochs, seed=_data_seed(seed), weights=weights,
+                               group_by_length=group_by_length)
+    if whole_epochs != epochs:
+        dataset = dataset.take(total)
+    if getattr(model, "_recipe_pending", False):
+        size_recipe(model, total)
+    if getattr(model, "optimizer", None) is not None and not model.optimizer.built:
+        # Its variables made now, not in the first train step: a tf.function that
+        # creates variables is traced twice (MiniLM: the first step 4.4 s sooner).
+        model.optimizer.build(model.trainable_variables)
+    return model.fit(dataset, epochs=whole_epochs, steps_per_epoch=steps_per_epoch or steps,
+                     shuffle=False, **kwargs)
+
+
+def _data_seed(seed: int | None) -> int | None:
+    """`seed`, else the one `keras.utils.set_random_seed` set (so that a seeded process
+    trains alike whichever way it is called), else None (a random order)."""
+    if seed is not None:
+        return seed
+    from keras.src.backend.common import global_state
+
+    return global_state.get_global_attribute("global_random_seed")
 
 
 def _validation_dataset(preprocessor, validation_data, batch_size, validation_batch_size):
@@ -250,14 +282,11 @@ def predict(model, x, *, batch_size=None, **kwargs):
 
 
 def size_recipe(model, total_steps: int) -> None:
-    """Compiles `model` with the paper's recipe sized for `total_steps` updates."""
-    from keras_bert.training.optimization import create_optimizer
-
-    total = max(1, int(total_steps))
-    optimizer = create_optimizer(model._recipe_learning_rate, num_train_steps=total,
-                                 num_warmup_steps=int(total * RECIPE_WARMUP))
+    """Compiles `model` with the recipe (`keras_bert.tasks.recipe.optimizer`) sized for
+    `total_steps` updates, at the peak rate `compile()` chose."""
     # An explicit optimizer: `compile` clears the pending recipe.
-    model.compile(optimizer=optimizer, loss=model._recipe_loss, metrics=model._recipe_metrics)
+    model.compile(optimizer=recipe.optimizer(model._recipe_learning_rate, total_steps),
+                  loss=model._recipe_loss, metrics=model._recipe_metrics)
 
 
 def classify(model, texts, batch_size=None) -> list[tuple]:

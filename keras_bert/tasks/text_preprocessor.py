@@ -115,15 +115,17 @@ class TextPreprocessor:
 
 def features_dataset(features: Features, batch_size: int, *, training: bool = False,
                      shuffle: bool = True, epochs: int = 1, seed: int | None = None,
-                     weights: np.ndarray | None = None):
+                     weights: np.ndarray | None = None, group_by_length: bool = False):
     """`feature_dataset` of `features` (for training: every epoch, shuffled anew each
     one unless `shuffle=False`); with per-feature `weights` it yields `(x, y,
-    sample_weight)`."""
+    sample_weight)`; `group_by_length` draws shuffled training batches from runs of
+    similar length (`feature_dataset`)."""
     batched = features
     if weights is not None:
         batched = dataclasses.replace(features, inputs={**features.inputs, _WEIGHT_KEY: weights})
     if training and shuffle:
-        dataset = feature_dataset(batched, batch_size, training=True, seed=seed, epochs=epochs)
+        dataset = feature_dataset(batched, batch_size, training=True, seed=seed, epochs=epochs,
+                                  group_by_length=group_by_length)
     else:
         dataset = feature_dataset(batched, batch_size, with_labels=features.labels is not None)
         if training and epochs > 1:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from keras_bert.core.errors import ArgumentError
+from keras_bert.tasks import recipe
 from keras_bert.tasks.base import FeatureSettings
 from keras_bert.tasks.registry import get_task
 from keras_bert.tasks.text_inputs import (
@@ -228,9 +229,10 @@ def opened(cls, source, *, num_classes: int | None = None,
                                     "keras.saving.load_model.", field="source")
             preprocessor = model.preprocessor
         else:
-            run = artifact.finetuned()
-            model = _checked(cls, run.model, source)
-            preprocessor = TextPreprocessor(run.task, run.tokenizer, run.settings)
+            from keras_bert.tasks.finetuning.run_directory import load_run
+
+            model = _checked(cls, load_run(artifact).model, source)
+            preprocessor = model.preprocessor
         _check_saved(model, preprocessor, source, num_classes, label_names, task, lower_case)
         preprocessor.settings = _settings(preprocessor.settings, family,
                                           model.encoder.config.max_position_embeddings,
@@ -248,7 +250,7 @@ def opened(cls, source, *, num_classes: int | None = None,
         labels = label_names or list(artifact.labels)
         positions = model.encoder.config.max_position_embeddings
         settings = FeatureSettings(max_seq_length=hub_task.sequence_length
-                                   or min(512, positions))
+                                   or recipe.sequence_length(family, positions))
         settings = _settings(settings, family, positions, sequence_length=sequence_length)
         model.preprocessor = TextPreprocessor(
             classification_task(labels, len(labels), pair=None), artifact.tokenizer(),
@@ -256,7 +258,9 @@ def opened(cls, source, *, num_classes: int | None = None,
         return model
     encoder = artifact.load_encoder()
     positions = encoder.config.max_position_embeddings
-    settings = _settings(FeatureSettings(max_seq_length=min(512, positions)), family,
+    settings = _settings(FeatureSettings(max_seq_length=recipe.sequence_length(family,
+                                                                               positions)),
+                         family,
                          positions, fresh=True, **lengths)
     the_task = _new_task(cls, task, num_classes, label_names)
     model = the_task.build_model(encoder, **kwargs)

@@ -61,10 +61,10 @@ def _finetuned_encoder(artifact):
     """The encoder of an opened fine-tuned run directory's model."""
     from keras_bert.model.encoder import BertEncoder
 
-    run = artifact.finetuned()
-    encoder = getattr(run.model, "encoder", None)
+    model = artifact.load()
+    encoder = getattr(model, "encoder", None)
     if not isinstance(encoder, BertEncoder):
-        encoder = next(layer for layer in run.model.layers if isinstance(layer, BertEncoder))
+        encoder = next(layer for layer in model.layers if isinstance(layer, BertEncoder))
     return encoder
 
 

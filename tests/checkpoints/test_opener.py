@@ -227,7 +227,7 @@ def test_each_checkpoint_kind_loads_its_encoder(tmp_path):
     for directory in (google, ours):
         _vocab_beside(directory)
         artifact = open_artifact(directory)
-        assert artifact.labels is None and artifact.task is None and artifact.hub_task is None
+        assert artifact.labels is None and artifact.record is None and artifact.hub_task is None
         encoder = artifact.load()
         assert isinstance(encoder, BertEncoder) and encoder.config == TINY
         assert artifact.load_encoder().config == TINY
@@ -269,15 +269,19 @@ def test_a_finetuning_run_gives_its_task_labels_and_model(finetuned, monkeypatch
                         lambda *a, **k: reads.append(a) or read(*a, **k))
     run, config = finetuned
     artifact = open_artifact(run)
-    assert artifact.task.name == "mrpc" and artifact.labels == ("0", "1")
-    assert artifact.options.max_seq_length == 24
+    assert artifact.record["task"] == "mrpc" and artifact.labels == ("0", "1")
+    assert artifact.record["options"]["max_seq_length"] == 24
     model = artifact.load()
     assert isinstance(model, BertClassifier) and model.encoder.config == config
     encoder = artifact.load_encoder()
     assert type(encoder) is BertEncoder and encoder.config == config
     for got, want in zip(encoder.get_weights(), model.encoder.get_weights()):
         assert (got == want).all()
-    assert artifact.finetuned().tokenizer.lower_case is False
+    from keras_bert.tasks.finetuning.run_directory import load_run
+
+    run = load_run(artifact)
+    assert run.tokenizer.lower_case is False and run.settings.max_seq_length == 24
+    assert run.task.name == "mrpc" and run.model.preprocessor.task is run.task
     assert len(reads) == 1  # the record: read once, when the run was opened
 
 

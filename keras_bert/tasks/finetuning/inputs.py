@@ -72,7 +72,10 @@ def model_source(checkpoint: str | None, preset: str | None, vocab_file: str | N
     artifact = None
     if checkpoint:
         artifact = open_artifact(checkpoint, vocab_file, lower_case)
-        artifact.options  # noqa: B018 (a run's task and options, checked before any training)
+        if artifact.kind == "finetuning_run":  # its task and options, checked before training
+            from keras_bert.tasks.finetuning.run_directory import restore_run
+
+            restore_run(artifact.path, artifact.record)
         config, vocab, lower_case, owner = (artifact.config, artifact.vocab_file,
                                             artifact.lower_case, artifact.owner)
     else:

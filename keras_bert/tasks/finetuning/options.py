@@ -15,22 +15,17 @@ from keras_bert.core.checks import REQUIRED, OptionChecks, option
 from keras_bert.core.errors import ArgumentError
 from keras_bert.core.precision import PRECISIONS
 from keras_bert.model.config import BertConfig
+from keras_bert.tasks import recipe
 from keras_bert.tasks.registry import TASK_NAMES
 
 if TYPE_CHECKING:  # tasks.base loads TensorFlow; the command line reads these options first
     from keras_bert.tasks.base import FeatureSettings, Task
 
-# The paper's fine-tuning learning rates are {5e-5, 4e-5, 3e-5, 2e-5}; these defaults
-# follow google-research/bert's README per task family.
-DEFAULT_LEARNING_RATES = {"glue": 2e-5, "squad": 3e-5, "tagging": 5e-5,
-                          "multiple_choice": 2e-5}
-# The feature-based tagger trains only a BiLSTM and a classifier from scratch on a
-# frozen encoder: it needs the larger rate of training from scratch.
-FEATURE_BASED_LEARNING_RATE = 1e-3
-# google-research/bert's sequence lengths: 384 for SQuAD's question + passage windows,
-# 128 for the rest.
-DEFAULT_SEQ_LENGTHS = {"squad": 384}
-DEFAULT_SEQ_LENGTH = 128
+# The one recipe's defaults (keras_bert.tasks.recipe), under the names they had here.
+DEFAULT_LEARNING_RATES = recipe.LEARNING_RATES
+FEATURE_BASED_LEARNING_RATE = recipe.FEATURE_BASED_LEARNING_RATE
+DEFAULT_SEQ_LENGTHS = recipe.SEQUENCE_LENGTHS
+DEFAULT_SEQ_LENGTH = recipe.SEQUENCE_LENGTH
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,8 +38,8 @@ class FinetuneOptions:
             family's default (384 for SQuAD, else 128; `DEFAULT_SEQ_LENGTHS`).
         train_batch_size: sequences per update.
         eval_batch_size: sequences per prediction batch.
-        learning_rate: peak learning rate; None takes the task family's default
-            (`DEFAULT_LEARNING_RATES`; 1e-3 for the feature-based tagger).
+        learning_rate: peak learning rate; None takes the recipe's for the model's size
+            and the task family (`keras_bert.tasks.recipe.learning_rate`).
         num_train_epochs: passes over the training data (fractions allowed).
         warmup_proportion: fraction of the updates with linear warmup.
         weight_decay: decoupled weight decay (not on LayerNorm and biases).
@@ -65,18 +60,20 @@ class FinetuneOptions:
 
     max_seq_length: int | None = option(
         None, "tokens per sequence (default: 384 for SQuAD, else 128)", at_least=1)
-    train_batch_size: int = option(32, "sequences per update", at_least=1)
+    train_batch_size: int = option(recipe.BATCH_SIZE, "sequences per update", at_least=1)
     eval_batch_size: int = option(
         64, "sequences per prediction batch; batches run shortest first, each cut to its "
         "longest sequence, all on one trace of the predict step", at_least=1)
     learning_rate: float | None = option(
-        None, "peak learning rate; the paper searches 5e-5, 4e-5, 3e-5, 2e-5 (default: 2e-5 "
-        "GLUE and SWAG, 3e-5 SQuAD, 5e-5 NER)", greater_than=0)
+        None, "peak learning rate (default: the recipe's by model size and task: from "
+        "BERT-Base's width up 2e-5 GLUE and SWAG, 3e-5 SQuAD, 5e-5 NER; below it 2e-4 "
+        "GLUE, 1e-4 the rest; 1e-3 feature-based)", greater_than=0)
     num_train_epochs: float = option(
-        3.0, "passes over the training data", greater_than=0)
+        float(recipe.EPOCHS), "passes over the training data", greater_than=0)
     warmup_proportion: float = option(
-        0.1, "fraction of updates with linear warmup", at_least=0, at_most=1)
-    weight_decay: float = option(0.01, "decoupled weight decay", at_least=0)
+        recipe.WARMUP_PROPORTION, "fraction of updates with linear warmup", at_least=0,
+        at_most=1)
+    weight_decay: float = option(recipe.WEIGHT_DECAY, "decoupled weight decay", at_least=0)
     seed: int = option(1, "seeds the head's initialization, dropout and the data order")
     max_train_examples: int | None = option(
         None, "train on the first N training examples only", at_least=1)
@@ -97,7 +94,8 @@ class FinetuneOptions:
         False, "ner: the paper's feature-based model (frozen encoder, last four layers, "
         "two-layer BiLSTM)")
     group_by_length: bool = option(
-        True, "batch training sequences of similar length together (less padding; every "
+        recipe.GROUP_BY_LENGTH, "batch training sequences of similar length together "
+        "(less padding; every "
         "batch is cut to its longest sequence either way)")
     lora_rank: int | None = option(
         None, "train rank-N LoRA updates of the encoder's attention projections and the "
@@ -133,20 +131,19 @@ class FinetuneOptions:
                 field="feature_based")
         positions = config.max_position_embeddings
         if self.max_seq_length is None:
-            return dataclasses.replace(self, max_seq_length=min(
-                DEFAULT_SEQ_LENGTHS.get(task.family, DEFAULT_SEQ_LENGTH), positions))
+            return dataclasses.replace(
+                self, max_seq_length=recipe.sequence_length(task.family, positions))
         if self.max_seq_length > positions:
             raise ArgumentError(
                 f"max_seq_length {self.max_seq_length} is longer than the model's "
                 f"{positions} positions.", field="max_seq_length")
         return self
 
-    def peak_learning_rate(self, task: Task) -> float:
-        """`learning_rate`, else the default of the task family (`DEFAULT_LEARNING_RATES`)
-        or of the feature-based tagger (`FEATURE_BASED_LEARNING_RATE`)."""
-        default = (FEATURE_BASED_LEARNING_RATE if self.feature_based
-                   else DEFAULT_LEARNING_RATES.get(task.family, 2e-5))
-        return self.learning_rate or default
+    def peak_learning_rate(self, task: Task, config: BertConfig) -> float:
+        """`learning_rate`, else the recipe's for a model of `config` on `task`
+        (`keras_bert.tasks.recipe.learning_rate`)."""
+        return self.learning_rate or recipe.learning_rate(config, task.family,
+                                                          self.feature_based)
 
     def feature_settings(self) -> FeatureSettings:
         """The `FeatureSettings` of these options (once `max_seq_length` is resolved)."""

@@ -17,7 +17,6 @@ import math
 import os
 import shutil
 import time
-import warnings
 
 import keras
 
@@ -27,7 +26,8 @@ from keras_bert.core.input_files import check_spares_input
 from keras_bert.core.precision import bfloat16_cpu_note
 from keras_bert.core.run_files import FINETUNE_CONFIG, FINETUNED_MODEL, LOGS, METRICS
 from keras_bert.model.encoder import BertEncoder
-from keras_bert.tasks.base import Features, Task, feature_dataset, log_truncation
+from keras_bert.tasks import recipe
+from keras_bert.tasks.base import Features, Task, log_truncation
 from keras_bert.tasks.finetuning.inputs import TaskSource, model_source
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.finetuning.run_directory import (
@@ -42,17 +42,16 @@ from keras_bert.tasks.finetuning.scoring import (
     score_split,
     write_metrics,
 )
+from keras_bert.tasks.keras_face import fit_features
 from keras_bert.tasks.registry import get_task
+from keras_bert.tasks.text_preprocessor import TextPreprocessor
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.vocab import VOCAB_FILE
 from keras_bert.training.distribute import has_accelerator
-from keras_bert.training.optimization import create_optimizer
 from keras_bert.training.tracing import TraceClock
 
 logger = logging.getLogger("keras_bert")
 
-_POOLER_WITHOUT_GRADIENTS = (r"Gradients do not exist for variables \['pooler/dense/kernel', "
-                             r"'pooler/dense/bias'\]")
 _DEFAULT_OPTIONS = FinetuneOptions()
 
 
@@ -167,7 +166,7 @@ class Finetuning:
         note = bfloat16_cpu_note(options.precision, accelerated=has_accelerator())
         if note:
             logger.warning(note)
-        self.learning_rate = options.peak_learning_rate(self.task)
+        self.learning_rate = options.peak_learning_rate(self.task, self.config)
         self.tokenizer = BertTokenizer(self.vocab_file, lower_case=self.lower_case)
         self.settings = options.feature_settings()
         self.train = self._read_split("train", limit=options.max_train_examples,
@@ -197,20 +196,24 @@ class Finetuning:
         return math.ceil(len(self.train.features) / self.options.train_batch_size)
 
     def _build(self, seed: int) -> keras.Model:
+        """The family's task model with its preprocessor, built as `from_preset` builds
+        it (the same draws from the seed: the head's initialization and dropout)."""
         keras.utils.set_random_seed(seed)
         dtype = None if self.options.precision == "float32" else self.options.precision
         if self.artifact is not None:
             # A fine-tuning run gives its encoder, with a new head: intermediate-task
             # transfer (e.g. MNLI, then RTE).
             encoder = self.artifact.load_encoder(dtype=dtype)
-            if self.artifact.task is not None:
+            if self.artifact.kind == "finetuning_run":
+                old = self.artifact.record["task"]
                 logger.info("Starting from the encoder of the fine-tuned %s run %s; its %s "
-                            "head is replaced by a new %s head.", self.artifact.task.name,
-                            self.checkpoint, self.artifact.task.name, self.task.name)
+                            "head is replaced by a new %s head.", old, self.checkpoint, old,
+                            self.task.name)
         else:
             encoder = BertEncoder(self.config, dtype=dtype)
         kwargs = {"feature_based": True} if self.options.feature_based else {}
         model = self.task.build_model(encoder, **kwargs)
+        model.preprocessor = TextPreprocessor(self.task, self.tokenizer, self.settings)
         if self.options.lora_rank:
             model.enable_lora(self.options.lora_rank)
         return model
@@ -219,21 +222,12 @@ class Finetuning:
                     ) -> tuple[keras.Model, dict, list]:
         options = self.options
         model = self._build(seed)
-        steps = self.steps_per_epoch()
-        epochs = max(1, math.ceil(options.num_train_epochs))
-        total = max(1, round(steps * options.num_train_epochs))
-        optimizer = create_optimizer(self.learning_rate, num_train_steps=total,
-                                     num_warmup_steps=int(total * options.warmup_proportion),
-                                     weight_decay=options.weight_decay)
-        model.compile(optimizer=optimizer)
-        # The optimizer's variables are made now, not in the first train step: a
-        # tf.function that creates variables is traced twice (MiniLM: the first step
-        # 4.4 s sooner).
-        optimizer.build(model.trainable_variables)
+        total = max(1, round(self.steps_per_epoch() * options.num_train_epochs))
+        # The recipe (keras_bert.tasks.recipe), as `compile()` and `fit` size it.
+        model.compile(optimizer=recipe.optimizer(
+            self.learning_rate, total, warmup_proportion=options.warmup_proportion,
+            weight_decay=options.weight_decay))
         self.trace_clock.watch(model)
-        dataset = feature_dataset(self.train.features, options.train_batch_size,
-                                  training=True, seed=seed, epochs=epochs,
-                                  group_by_length=options.group_by_length).take(total)
         history = []
         scorer = _DevScore(self, restart, history)
         # Keras's progress bar first, so that it ends its line before the epoch summary;
@@ -243,14 +237,12 @@ class Finetuning:
         if log_dir:
             callbacks.append(keras.callbacks.TensorBoard(log_dir, write_graph=False,
                                                          profile_batch=0))
-        with warnings.catch_warnings():
-            # Span, tagging and feature-based models do not use the encoder's pooler, so
-            # its two variables get no gradient: expected, not the missing loss Keras's
-            # warning suggests.
-            warnings.filterwarnings("ignore", message=_POOLER_WITHOUT_GRADIENTS)
-            # The last epoch may be partial (fractional num_train_epochs).
-            model.fit(dataset, epochs=epochs, steps_per_epoch=min(steps, total),
-                      callbacks=callbacks, shuffle=False, verbose=1 if self.progress else 0)
+        # The same training as `fit` on raw text: batches of the recipe's lengths,
+        # shuffled from the seed.
+        fit_features(model, self.train.features, batch_size=options.train_batch_size,
+                     epochs=options.num_train_epochs, seed=seed,
+                     group_by_length=options.group_by_length, callbacks=callbacks,
+                     verbose=1 if self.progress else 0)
         self.fit_seconds = scorer.fit_seconds
         self.trace_clock.unwatch(model)
         return model, scorer.last, history

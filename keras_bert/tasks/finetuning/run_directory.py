@@ -13,14 +13,13 @@ import os
 
 import keras
 
-from keras_bert.checkpoints.finetuning_runs import check_finetuning_run
-from keras_bert.checkpoints.native import check_keras_archive
 from keras_bert.core import fileio
 from keras_bert.core.errors import MismatchError, OutputError, Setting
-from keras_bert.core.run_files import FINETUNE_CONFIG, FINETUNE_LOGS_SUFFIX, FINETUNED_MODEL
+from keras_bert.core.run_files import FINETUNE_CONFIG, FINETUNE_LOGS_SUFFIX
 from keras_bert.tasks.base import Features, FeatureSettings, Task, log_truncation
 from keras_bert.tasks.finetuning.options import FinetuneOptions
 from keras_bert.tasks.registry import get_task
+from keras_bert.tasks.text_preprocessor import TextPreprocessor
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.vocab import VOCAB_FILE
 
@@ -100,8 +99,7 @@ def restore_run(path: str, record: dict, task: str | None = None
                 ) -> tuple[Task, FinetuneOptions]:
     """The task (with its saved config) and the options of the run directory `path`
     whose record (`check_finetuning_run`) is `record`; `task`, when given, must be the
-    task it was trained on. The opener (`keras_bert.checkpoints.open_artifact`) reads a
-    run's record once and restores its task here (role "finetuning_runs")."""
+    task it was trained on."""
     if task is not None and task != record["task"]:
         raise MismatchError(f"{path!r} was fine-tuned for {record['task']!r}, not {task!r}.")
     saved = get_task(record["task"])
@@ -112,19 +110,32 @@ def restore_run(path: str, record: dict, task: str | None = None
 def load_finetuned(path: str, task: str | None = None) -> FinetunedModel:
     """Loads a directory written by `Finetuning.run`; `task`, when given, must be the
     task it was trained on."""
-    return load_run(path, check_finetuning_run(path), task)
+    from keras_bert.checkpoints.opener import open_artifact
+
+    return load_run(open_artifact(path), task)
 
 
-def load_run(path: str, record: dict, task: str | None = None) -> FinetunedModel:
-    """Loads the run directory `path` whose record (`check_finetuning_run`) is `record`
-    (see `load_finetuned`; `Artifact.finetuned` loads an opened run here)."""
-    saved, options = restore_run(path, record, task)
-    model_path, vocab_path = os.path.join(path, FINETUNED_MODEL), os.path.join(path, VOCAB_FILE)
-    check_keras_archive(model_path)  # Keras says "File not found" of a truncated one
+def load_run(run, task: str | None = None) -> FinetunedModel:
+    """Loads the fine-tuning run `run` (an `Artifact` of `open_artifact`): its
+    model.keras, the task model with its preprocessor (task, vocabulary, casing,
+    settings), as `keras.saving.load_model` gives it. A run written before the model
+    held its preprocessor (release 9273a48 and earlier) gets one from its record and
+    vocab.txt: the one reader of that layout."""
     # The task models register their Keras classes on import; some task modules import
-    # them only when they build a model, so a fresh `keras-bert predict` process of a
-    # SQuAD model would not know BertSpanLabeler.
+    # them only when they build a model (a fresh `keras-bert predict` of a SQuAD run).
     import keras_bert.model.models  # noqa: F401
-    model = keras.models.load_model(model_path, compile=False)
-    tokenizer = BertTokenizer(vocab_path, lower_case=record["lower_case"])
-    return FinetunedModel(path, model, saved, tokenizer, options.feature_settings(), record)
+
+    path, record = run.path, run.record
+    saved, options = restore_run(path, record, task)
+    model = run.load()
+    if model.preprocessor is None:  # the layout of release 9273a48 and earlier
+        tokenizer = BertTokenizer(os.path.join(path, VOCAB_FILE),
+                                  lower_case=record["lower_case"])
+        model.preprocessor = TextPreprocessor(saved, tokenizer, options.feature_settings())
+    elif model.preprocessor.task.name != saved.name:
+        raise MismatchError(f"{path!r} holds a {model.preprocessor.task.name} model, but its "
+                            f"{FINETUNE_CONFIG} records the task {saved.name!r}; copy the "
+                            "run again, or re-run `keras-bert finetune`.")
+    preprocessor = model.preprocessor
+    return FinetunedModel(path, model, preprocessor.task, preprocessor.tokenizer,
+                          preprocessor.settings, record)
