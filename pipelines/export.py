@@ -13,7 +13,9 @@ Hub-style preprocessing SavedModel (tokenize, bert_pack_inputs).
 With `--format litert` it writes OUTPUT_DIR/NAME/VERSION/model.tflite instead (LiteRT,
 TensorFlow Lite: the same two signatures, tensorflow-text's LiteRT kernels and built-in
 ops only) with the same model card, its weights optionally quantized (`--quantize
-dynamic_int8` or `float16`); see keras_bert.export.litert. With `--format onnx`:
+dynamic_int8` or `float16`); see keras_bert.export.litert. A SavedModel's weights are
+quantized by the model's own Keras quantization with `--quantize int8`, `int4` or
+`float8` (as `model.quantize(mode)` then `model.export(...)` in Python). With `--format onnx`:
 OUTPUT_DIR/NAME/VERSION/model.onnx, the ids signature (serving_default) converted by
 tf2onnx (the `onnx` extra), float32; see keras_bert.export.onnx.
 
@@ -23,6 +25,7 @@ Example:
     keras-bert export --checkpoint uncased_L-12_H-768_A-12 --name bert_base \\
         --precision mixed_bfloat16
     keras-bert export --checkpoint runs/sst2 --format litert --quantize dynamic_int8
+    keras-bert export --checkpoint runs/sst2 --quantize int8
     keras-bert export --checkpoint runs/sst2 --format onnx
 """
 
@@ -36,7 +39,12 @@ import warnings
 
 from keras_bert.core import stopping
 from keras_bert.core.errors import ArgumentError, InputNotFoundError
-from keras_bert.export.options import FORMAT_ALIASES, ExportOptions
+from keras_bert.export.options import (
+    FORMAT_ALIASES,
+    KERAS_QUANTIZE,
+    LITERT_QUANTIZE,
+    ExportOptions,
+)
 from keras_bert.pipelines.plumbing import (
     OUTPUT,
     add_options,
@@ -111,6 +119,8 @@ def _export(args: argparse.Namespace) -> tuple[dict, str]:
         source = export.load_export_source(
             checkpoint, precision=args.precision, max_seq_length=args.max_seq_length,
             vocab_file=args.vocab_file, lower_case=args.do_lower_case)
+        if args.quantize != "none":  # the model's own Keras quantization
+            quantize_model(source.model, args.quantize)
         path, card = export.export_saved_model(
             source, args.output_dir, name, precision=args.precision, jit_compile=args.xla,
             warmup=warmup, text=args.serve_text,
@@ -118,11 +128,24 @@ def _export(args: argparse.Namespace) -> tuple[dict, str]:
     return card, path
 
 
+def quantize_model(model, mode: str) -> None:
+    """`model.quantize(mode)`, without Keras's notes on the layers that have nothing to
+    quantize (LayerNorm, dropout)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.quantize(mode)
+
+
 def check_format_flags(args: argparse.Namespace) -> None:
     """A flag of another format than --format's is a mistake, not ignored."""
-    if args.format != "litert" and args.quantize != "none":
-        raise ArgumentError(f"--quantize {args.quantize} is for --format litert (the "
-                            f"{args.format} export keeps float weights).", field="quantize")
+    if args.quantize != "none":
+        takes = {"litert": LITERT_QUANTIZE, "saved_model": KERAS_QUANTIZE}.get(args.format, ())
+        if args.quantize not in takes:
+            raise ArgumentError(
+                f"--quantize {args.quantize} is not for --format {args.format}: "
+                + (f"it takes {', '.join(takes)}." if takes else "it keeps float weights; "
+                   f"--format litert takes {', '.join(LITERT_QUANTIZE)}, --format "
+                   f"saved_model {', '.join(KERAS_QUANTIZE)}."), field="quantize")
     if args.format == "onnx":  # before any weights load
         from keras_bert.export.onnx import check_onnx_converter
 

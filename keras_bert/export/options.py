@@ -21,7 +21,10 @@ FORMATS = {
 }
 # Python's `export(format="tf_saved_model")` (keras-hub's name) works on the command line.
 FORMAT_ALIASES = {"tf_saved_model": "saved_model"}
-QUANTIZE = ("none", "dynamic_int8", "float16")
+# LiteRT's converter quantizes a .tflite; Keras's `model.quantize(mode)` a SavedModel.
+LITERT_QUANTIZE = ("dynamic_int8", "float16")
+KERAS_QUANTIZE = ("int8", "int4", "float8")
+QUANTIZE = ("none", *LITERT_QUANTIZE, *KERAS_QUANTIZE)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -33,8 +36,10 @@ class ExportOptions:
                          + " (also spelled tf_saved_model)",
                          choices=sorted([*FORMATS, *FORMAT_ALIASES]))
     quantize: str = option(
-        "none", "litert only: none (float32), dynamic_int8 (int8 weights, embeddings "
-        "included, float activations) or float16 weights (default: %(default)s)",
+        "none", "none (float32); litert: dynamic_int8 (int8 weights, embeddings included, "
+        "float activations) or float16 weights; saved_model: int8, int4 or float8, the "
+        "model's Keras quantization (model.quantize) before the export (default: "
+        "%(default)s)",
         choices=QUANTIZE)
     checkpoint: str = option(
         REQUIRED, "a `keras-bert finetune` output directory, or an encoder checkpoint: "
