@@ -277,6 +277,10 @@ def read_keras_hub_task(path: str | os.PathLike) -> KerasHubTask | None:
                         config.get("activation") or "linear", float(config.get("dropout", 0.1)))
 
 
+# The registered Keras name of the classifier a keras-hub task preset loads as.
+CLASSIFIER = "keras_bert>BertClassifier"
+
+
 def load_keras_hub_classifier(path: str | os.PathLike, dtype=None):
     """A keras_bert `BertClassifier` with the backbone and head of a keras-hub
     `BertTextClassifier` preset. It outputs logits: a preset whose `activation` is not
@@ -287,10 +291,20 @@ def load_keras_hub_classifier(path: str | os.PathLike, dtype=None):
     Traceback (most recent call last):
     ...
     keras_bert.core.errors.InputNotFoundError: keras-hub preset ... has no config.json.
+
+    `BertClassifier` is the tasks stage's (`keras_bert.tasks.glue.model`), later than
+    this one: it is found by its registered Keras name, as a `.keras` file finds it, so
+    it must be registered (imported; `keras_bert.BertClassifier` and `import keras,
+    keras_bert` do that).
     """
-    from keras_bert.model.models import BertClassifier
+    import keras
 
     config = read_keras_hub_config(path)
+    BertClassifier = keras.saving.get_registered_object(CLASSIFIER)  # noqa: N806
+    if BertClassifier is None:
+        raise CheckpointError(f"{CLASSIFIER} is not registered: import "
+                              "keras_bert.tasks.glue.model (or use keras_bert.BertClassifier)"
+                              " before loading a keras-hub classifier preset.")
     task = read_keras_hub_task(path)
     if task is None:
         raise CheckpointError(f"keras-hub preset {os.fspath(path)!r} has no {KERAS_HUB_TASK}: "

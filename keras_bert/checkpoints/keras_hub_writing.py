@@ -14,6 +14,7 @@ import os
 import numpy as np
 
 from keras_bert.checkpoints.keras_hub import (
+    CLASSIFIER,
     KERAS_HUB_ACTIVATION,
     KERAS_HUB_CONFIG,
     KERAS_HUB_HEAD,
@@ -133,10 +134,11 @@ def _vocabulary(vocab_file: str, config: BertConfig) -> list[str]:
 
 
 def _split_model(model) -> tuple[BertEncoder, object | None]:
-    """(encoder, classifier or None) of a `BertEncoder` or a keras_bert `BertClassifier`."""
-    from keras_bert.model.models import BertClassifier
+    """(encoder, classifier or None) of a `BertEncoder` or a keras_bert `BertClassifier`
+    (the tasks stage's, known here by its registered Keras name)."""
+    import keras
 
-    if isinstance(model, BertClassifier):
+    if keras.saving.get_registered_name(type(model)) == CLASSIFIER:
         return model.encoder, model
     if isinstance(model, BertEncoder):
         return model, None

@@ -26,7 +26,7 @@ from keras_bert.checkpoints.keras_hub import (
 )
 from keras_bert.checkpoints.keras_hub_writing import save_keras_hub_preset
 from keras_bert.core.errors import ArgumentError, CheckpointError, OutputExistsError
-from keras_bert.model.models import BertClassifier
+from keras_bert.tasks.glue.model import BertClassifier
 
 SEQ = 16
 SIZES = dict(num_layers=2, num_heads=4, hidden_dim=32, intermediate_dim=64)

@@ -124,7 +124,7 @@ def load_run(path: str, record: dict, task: str | None = None) -> FinetunedModel
     # The task models register their Keras classes on import; some task modules import
     # them only when they build a model, so a fresh `keras-bert predict` process of a
     # SQuAD model would not know BertSpanLabeler.
-    import keras_bert.model.models  # noqa: F401
+    import keras_bert.tasks.task_models  # noqa: F401
     model = keras.models.load_model(model_path, compile=False)
     tokenizer = BertTokenizer(vocab_path, lower_case=record["lower_case"])
     return FinetunedModel(path, model, saved, tokenizer, options.feature_settings(), record)
