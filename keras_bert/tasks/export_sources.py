@@ -192,7 +192,7 @@ def _finetuned_source(run: Artifact, precision: str, max_seq_length: int | None
                             "the tasks that serve them (`Task.serving`).", field="checkpoint")
     seq = checked_seq_length(max_seq_length or settings.max_seq_length, model.encoder.config,
                       explicit=max_seq_length is not None)
-    serving.checkchecked_seq_length(seq)
+    serving.check_seq_length(seq)
     return ExportSource(model, serving, finetuned.tokenizer,
                         without_byte_order_mark(run.own_vocab), seq, source=path,
                         task=task.name)

@@ -259,6 +259,7 @@ def refuse_keras_hub(name, path=None, target=None):
 
 sys.meta_path.insert(0, type("NoKerasHub", (importlib.abc.MetaPathFinder,),
                              {"find_spec": staticmethod(refuse_keras_hub)})())
+import keras, keras_bert  # registers keras_bert's classes (BertClassifier is the tasks')
 import numpy as np
 from keras_bert.checkpoints.keras_hub import (is_keras_hub_preset, keras_hub_lower_case,
     keras_hub_vocab, load_keras_hub_classifier, read_keras_hub_task)
