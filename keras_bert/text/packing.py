@@ -19,9 +19,6 @@ from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.vocab import CLS_TOKEN, PAD_TOKEN, SEP_TOKEN
 
 TRUNCATION_METHODS = ("longest_first", "round_robin", "waterfall")
-# The inputs the tasks read in windows (`keras_bert.tasks.windows`) rather than
-# truncate, as help texts name them.
-WINDOWED_INPUTS = "SQuAD passages and NER sentences"
 
 
 def truncate_segments(segments, max_length, method: str = "longest_first"):
