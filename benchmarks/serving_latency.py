@@ -133,7 +133,8 @@ def _export_torch_onnx(torch, model, path: str) -> None:
 def _export_variants(source_args: dict, workdir: str, precisions, xla_modes, shapes):
     import tensorflow as tf
 
-    from keras_bert.export import export_saved_model, load_export_source
+    from keras_bert.export import export_saved_model
+    from keras_bert.tasks.export_sources import load_export_source
 
     variants = {}
     for precision in precisions:
@@ -179,7 +180,8 @@ def _litert_variants(source_args: dict, workdir: str, threads: int, shapes, refe
     in `load_interpreter`'s interpreter (ai-edge-litert's, else TensorFlow's)."""
     import numpy as np
 
-    from keras_bert.export import load_export_source, load_interpreter
+    from keras_bert.export import load_interpreter
+    from keras_bert.tasks.export_sources import load_export_source
 
     source, variants = load_export_source(**source_args), {}
     for quantize in QUANTIZE:

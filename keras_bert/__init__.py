@@ -21,18 +21,25 @@ The public API:
   attention heat maps and training curves (drawing needs the `plot` extra, matplotlib).
 
 `import keras_bert` is light and the same in every process (the `keras-bert` command
-included): each name above loads its module, and TensorFlow, on first use. Keras finds
-keras_bert's classes in a `.keras` file without more: once Keras is imported (before or
-after keras_bert), the task models, the encoder and its layers are registered, so
+included): each name above loads its module, and TensorFlow, on first use.
+
+Keras classes register when they are defined (`@keras.saving.register_keras_serializable(
+package="keras_bert")`, as keras-hub's do), so Keras finds one in a `.keras` file once
+its module is imported. The rule: when `import keras_bert` finds Keras already imported,
+it imports the modules that define keras_bert's Keras classes right away (the task
+models of `keras_bert.tasks.task_models`, the encoder and its layers, the optimizer's
+schedule), so
 
     import keras, keras_bert
     model = keras.saving.load_model("classifier.keras")
 
-works in a fresh process (`keras_bert.model.taggers` holds the taggers; `load_finetuned`
-loads a fine-tuning run directory).
+works in a fresh process; otherwise (Keras not imported yet: `import keras_bert` stays
+light) they are imported with the first name used from here once Keras is imported.
+`load_finetuned` loads a fine-tuning run directory.
 """
 
-from keras_bert.core import wiring
+import sys
+
 from keras_bert.core.lazy import lazy_exports
 
 __version__ = "0.1.0"
@@ -52,18 +59,18 @@ _EXPORTS = {
     "BertConfig": "keras_bert.model.config",
     "MaskedLmMasker": "keras_bert.data",
     "export_saved_model": "keras_bert.export",
-    "load_export_source": "keras_bert.export",
+    "load_export_source": "keras_bert.tasks.export_sources",
     "PretrainingDataError": "keras_bert.data",
     "PretrainingDataOptions": "keras_bert.data",
     "create_pretraining_data": "keras_bert.data",
     "pretraining_dataset": "keras_bert.data",
     "BertEncoder": "keras_bert.model.encoder",
-    "BertClassifier": "keras_bert.model.models",
-    "BertFeatureExtractor": "keras_bert.model.models",
-    "BertMultipleChoice": "keras_bert.model.models",
     "BertPretrainer": "keras_bert.model.models",
-    "BertSpanLabeler": "keras_bert.model.models",
-    "BertTokenClassifier": "keras_bert.model.models",
+    "BertClassifier": "keras_bert.tasks.glue.model",
+    "BertFeatureExtractor": "keras_bert.tasks.task_model",
+    "BertMultipleChoice": "keras_bert.tasks.multiple_choice.model",
+    "BertSpanLabeler": "keras_bert.tasks.squad.model",
+    "BertTokenClassifier": "keras_bert.tasks.tagging.model",
     "TextPreprocessor": "keras_bert.tasks.keras_face",
     "attention_maps": "keras_bert.plotting",
     "attention_summary": "keras_bert.plotting",
@@ -92,35 +99,27 @@ _lazy_getattr, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 def __getattr__(name: str):
     value = _lazy_getattr(name)
-    if _registration_pending:
+    if not _registered and "keras" in sys.modules:
         _register_keras_classes()
     return value
 
-# The facade sits above every stage: it names the later stages' modules that implement
-# the task models' raw-text face and export, and the opener's fine-tuning runs (see
-# keras_bert.core.wiring).
-wiring.provide("task_face", "keras_bert.tasks.keras_face")
-wiring.provide("task_export", "keras_bert.export.models")
-wiring.provide("finetuning_runs", "keras_bert.tasks.finetuning.run_directory")
 
-
-_registration_pending = False
+_registered = False
 
 
 def _register_keras_classes():
-    """Registers keras_bert's Keras classes (task models, encoder, layers, the taggers,
-    the optimizer and its schedule), so that `keras.saving.load_model` finds them; these
-    modules import Keras only (no TensorFlow, which may be importing Keras right now).
-    While one of keras_bert's own modules is being imported (it imported Keras first),
-    the registration waits for the next name the facade loads."""
-    global _registration_pending
-    if wiring.initializing("keras_bert"):
-        _registration_pending = True
-        return
-    _registration_pending = False
+    """Imports the modules that define keras_bert's Keras classes (the task models, the
+    encoder and its layers, the optimizer's schedule): each class registers when it is
+    defined, and `keras.saving.load_model` then finds it. They import Keras, not
+    TensorFlow."""
+    global _registered
+    _registered = True
+    import keras_bert.model.encoder  # noqa: F401
     import keras_bert.model.models  # noqa: F401
-    import keras_bert.model.taggers  # noqa: F401
+    import keras_bert.tasks.task_models  # noqa: F401
     import keras_bert.training.optimization  # noqa: F401
 
 
-wiring.after_import("keras", _register_keras_classes)
+# `import keras, keras_bert`: Keras is there, so register now (see the module docstring).
+if "keras" in sys.modules:
+    _register_keras_classes()

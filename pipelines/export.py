@@ -87,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> tuple[dict, str]:
     from keras_bert import export
     from keras_bert.checkpoints.opener import artifact_exists
+    from keras_bert.tasks.export_sources import load_export_source
 
     # Everything is checked before any weights load (a checkpoint by name is fetched
     # when the export loads it).
@@ -116,7 +117,7 @@ def _export(args: argparse.Namespace) -> tuple[dict, str]:
     elif warmup:
         export.check_serving_api()
     with library_logging():
-        source = export.load_export_source(
+        source = load_export_source(
             checkpoint, precision=args.precision, max_seq_length=args.max_seq_length,
             vocab_file=args.vocab_file, lower_case=args.do_lower_case)
         if args.quantize != "none":  # the model's own Keras quantization
@@ -163,9 +164,10 @@ def run_other_format(args: argparse.Namespace, checkpoint: str, name: str
                      ) -> tuple[dict, str]:
     """The export of --format other than saved_model (one branch a format)."""
     from keras_bert import export
+    from keras_bert.tasks.export_sources import load_export_source
 
     with library_logging():
-        source = export.load_export_source(
+        source = load_export_source(
             checkpoint, max_seq_length=args.max_seq_length, vocab_file=args.vocab_file,
             lower_case=args.do_lower_case)
         if args.format == "litert":

@@ -354,7 +354,8 @@ def run_task_contract(name, data_dir, tmp_path, *, tokenizer, encoder_config, se
         return metrics
 
     from keras_bert.checkpoints import FINETUNE_CONFIG, FINETUNED_MODEL, open_artifact
-    from keras_bert.export import export_saved_model, load_export_source
+    from keras_bert.export import export_saved_model
+    from keras_bert.tasks.export_sources import load_export_source
     from keras_bert.tasks.finetuning import FinetuneOptions
     from keras_bert.tasks.finetuning.run_directory import load_run
 

@@ -37,7 +37,6 @@ names and shapes.
 
 from keras_bert.checkpoints.finetuning_runs import read_finetuning_record
 from keras_bert.checkpoints.google import GOOGLE_CKPT, GOOGLE_CONFIG, save_google_checkpoint
-from keras_bert.checkpoints.keras_hub import load_keras_hub_classifier
 from keras_bert.checkpoints.keras_hub_writing import save_keras_hub_preset
 from keras_bert.checkpoints.loading import (
     describe_export,
@@ -62,7 +61,7 @@ __all__ = [
     "FINETUNED_MODEL", "FINETUNE_CONFIG", "GOOGLE_CKPT", "GOOGLE_CONFIG", "KERAS_BERT_CONFIG",
     "KERAS_BERT_WEIGHTS", "KINDS", "MODEL_GARDEN_PARAMS", "Artifact", "CheckpointError",
     "check_vocab_matches", "checkpoint_lower_case", "checkpoint_vocab", "describe_export",
-    "encoder_slots", "google_to_hf_name", "load_encoder", "load_keras_hub_classifier",
+    "encoder_slots", "google_to_hf_name", "load_encoder",
     "load_pretrainer", "open_artifact", "pretrainer_head_slots", "read_config",
     "read_finetuning_record", "resolve_checkpoint_name", "save_encoder",
     "save_google_checkpoint", "save_keras_hub_preset",

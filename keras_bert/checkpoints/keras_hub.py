@@ -275,31 +275,3 @@ def read_keras_hub_task(path: str | os.PathLike) -> KerasHubTask | None:
     return KerasHubTask(int(num_classes), kernel.astype(np.float32), bias.astype(np.float32),
                         None if length is None else int(length),
                         config.get("activation") or "linear", float(config.get("dropout", 0.1)))
-
-
-def load_keras_hub_classifier(path: str | os.PathLike, dtype=None):
-    """A keras_bert `BertClassifier` with the backbone and head of a keras-hub
-    `BertTextClassifier` preset. It outputs logits: a preset whose `activation` is not
-    linear (e.g. "softmax") outputs that activation of them in keras-hub.
-
-    >>> import tempfile
-    >>> load_keras_hub_classifier(tempfile.mkdtemp())
-    Traceback (most recent call last):
-    ...
-    keras_bert.core.errors.InputNotFoundError: keras-hub preset ... has no config.json.
-    """
-    from keras_bert.model.models import BertClassifier
-
-    config = read_keras_hub_config(path)
-    task = read_keras_hub_task(path)
-    if task is None:
-        raise CheckpointError(f"keras-hub preset {os.fspath(path)!r} has no {KERAS_HUB_TASK}: "
-                              "it is a backbone; load it with load_encoder.")
-    encoder = load_keras_hub_encoder(path, BertEncoder(config, dtype=dtype))
-    model = BertClassifier(encoder, num_classes=task.num_classes, dropout=task.dropout)
-    head = model.get_layer("logits")
-    head.kernel.assign(task.kernel)
-    head.bias.assign(task.bias)
-    if task.activation != "linear":
-        logger.info("%s: keras-hub applies %r to these logits.", path, task.activation)
-    return model

@@ -132,11 +132,16 @@ def _vocabulary(vocab_file: str, config: BertConfig) -> list[str]:
     return list(tokens)
 
 
-def _split_model(model) -> tuple[BertEncoder, object | None]:
-    """(encoder, classifier or None) of a `BertEncoder` or a keras_bert `BertClassifier`."""
-    from keras_bert.model.models import BertClassifier
+# The registered Keras name of keras_bert's classifier (the tasks stage's class).
+CLASSIFIER = "keras_bert>BertClassifier"
 
-    if isinstance(model, BertClassifier):
+
+def _split_model(model) -> tuple[BertEncoder, object | None]:
+    """(encoder, classifier or None) of a `BertEncoder` or a keras_bert `BertClassifier`
+    (the tasks stage's, known here by its registered Keras name)."""
+    import keras
+
+    if keras.saving.get_registered_name(type(model)) == CLASSIFIER:
         return model.encoder, model
     if isinstance(model, BertEncoder):
         return model, None

@@ -142,8 +142,8 @@ class Artifact:
 
     def load(self, dtype=None):
         """The artifact's model: a checkpoint's `BertEncoder` (see `load_encoder`), a
-        keras-hub task preset's `BertClassifier`, a fine-tuning run's task model, a
-        `.keras` file's model. `dtype` (a dtype policy) is for checkpoints; a saved
+        fine-tuning run's task model, a `.keras` file's model (a keras-hub task preset's
+        classifier: `keras_bert.tasks.glue.model.load_keras_hub_classifier`). `dtype` (a dtype policy) is for checkpoints; a saved
         model (a run, a `.keras` file) keeps its own."""
         if self.kind in ("finetuning_run", "keras_file"):
             import keras
@@ -153,10 +153,11 @@ class Artifact:
             path = (os.path.join(self.path, FINETUNED_MODEL) if self.kind == "finetuning_run"
                     else self.local_path)
             return keras.saving.load_model(path, compile=self.kind == "keras_file")
-        if self.kind == "keras_hub_task":
-            from keras_bert.checkpoints.keras_hub import load_keras_hub_classifier
-
-            return load_keras_hub_classifier(self.local_path, dtype=dtype)
+        if self.kind == "keras_hub_task":  # its classifier is the tasks stage's
+            raise CheckpointError(
+                f"{self.path!r} is a keras-hub classifier preset: open it with "
+                "keras_bert.BertClassifier.from_preset (or keras_bert.tasks.glue.model."
+                "load_keras_hub_classifier); load_encoder() gives its backbone.")
         return load_encoder(self.path, dtype=dtype)
 
     def load_encoder(self, dtype=None, output_attentions: bool = False):

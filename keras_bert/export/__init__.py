@@ -1,7 +1,11 @@
 """Exporting an encoder or a fine-tuned task model for serving and reuse.
 
-- `source`: `load_export_source` reads a checkpoint or fine-tuned run into an
-  `ExportSource` (the model at its precision, the tokenizer, lengths, label names).
+- `source`: `ExportSource`, what every export is made of (the model at its precision,
+  the tokenizer, lengths, label names); `keras_bert.load_export_source`
+  (`keras_bert.tasks.export_sources`) reads a checkpoint or fine-tuned run into one.
+- `serving`: `ModelServing`, what export asks of a model kind (each family's folder
+  under `keras_bert.tasks` serves its own; `keras_bert.tasks.export_sources` lists the
+  kinds, `KINDS`).
 - `signatures`: `ServingModule`, the `serving_default` (ids) and `serve_text` (raw
   text, tokenized in-graph) signatures; the families whose `serve_text` does more
   keep it in their folder (`keras_bert.tasks.squad.serving`, `tasks.tagging.serving`,
@@ -51,9 +55,8 @@ _EXPORTS = {
     "check_name": "keras_bert.export.saved_model",
     "export_saved_model": "keras_bert.export.saved_model",
     "DEFAULT_SEQ_LENGTH": "keras_bert.export.source",
-    "KINDS": "keras_bert.export.source",
+    "ModelServing": "keras_bert.export.serving",
     "ExportSource": "keras_bert.export.source",
-    "load_export_source": "keras_bert.export.source",
     "claim_version": "keras_bert.export.versions",
     "next_version": "keras_bert.export.versions",
     "WARMUP_FILE": "keras_bert.export.warmup",

@@ -9,7 +9,7 @@ import dataclasses
 
 from keras_bert.core.checks import REQUIRED, option
 from keras_bert.core.precision import PRECISIONS
-from keras_bert.tasks.registry import WINDOWED_INPUTS
+from keras_bert.text.options import WINDOWED_INPUTS
 
 # format -> what it writes.
 FORMATS = {

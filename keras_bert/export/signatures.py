@@ -21,7 +21,7 @@ number of choices, each choice's row checked like a sequence above).
 
 The outputs, and `serve_text` where it does more than tokenize, pack and run, are the
 model kind's: `ServingModule` asks its `ExportSource.serving`
-(`keras_bert.tasks.serving.ModelServing`, whose module docstring lists every kind's
+(`keras_bert.export.serving.ModelServing`, whose module docstring lists every kind's
 outputs) and names no kind itself.
 """
 

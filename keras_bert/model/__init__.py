@@ -3,14 +3,10 @@
 - `config`: `BertConfig`, presets and config files (keras_bert, Google, Hugging Face);
 - `layers`: embeddings, self-attention, the transformer block, the pooler and heads;
 - `encoder`: `BertEncoder`, the functional encoder with TF Hub input/output names;
-- `models`: the task models on the encoder (pretraining, classification, spans,
-  tokens, multiple choice, features);
-- `taggers`: the tagging tasks' models, `BertNerTagger` (fine-tuned) and
-  `BertFeatureBasedTagger` (frozen encoder, its last layers, a BiLSTM), with the loss
-  and masked accuracy that skip unlabelled word pieces;
-- `text_face`: what the task models add for raw text (`from_preset`, `fit`/`predict`
-  on strings, `classify`/`answer`/`tag`/`choose`, `export`), implemented by later
-  stages and wired in by the package facade;
+- `models`: `BertTask`, the task models' text-free base (encoder + heads, config,
+  dtype policy, default loss and metrics, quantize/LoRA), and `BertPretrainer`; the
+  fine-tuning task models and their raw-text face are the tasks stage's
+  (`keras_bert.tasks.task_model` and each family's `model` module);
 - `adaptation`: `quantize` and `enable_lora` of a task model, and the retracing they
   need;
 - `saving`: `save` and `save_weights` of the encoder and the task models, written
@@ -21,6 +17,6 @@
   TensorFlow; on JAX and PyTorch the layers run their `keras.ops` form;
 - `options`: `EncodeOptions`, what `keras-bert encode` asks of an encoder, declared once.
 
-Keras finds these classes in a `.keras` file once Keras and keras_bert are imported
-(the facade registers them when Keras arrives).
+Each class registers with Keras when it is defined (see the package facade for when
+`import keras_bert` imports them).
 """

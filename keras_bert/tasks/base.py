@@ -177,7 +177,7 @@ class Task(abc.ABC):
 
     def serving(self, settings: FeatureSettings):
         """What `keras_bert.export` needs to serve this task's model (a
-        `keras_bert.tasks.serving.ModelServing`: outputs, `serve_text`, card fields), with
+        `keras_bert.export.serving.ModelServing`: outputs, `serve_text`, card fields), with
         the run's `settings`; None for a task that cannot be exported."""
         return None
 

@@ -125,16 +125,6 @@ def warn_blank_lines(path: str, blank: Sequence[int], last_line: int) -> None:
                        "predictions.", path, ", ".join(map(str, inside[:10])))
 
 
-def with_dtype_policy(model, policy):
-    """The same task model (a `keras_bert.model.models` class wrapping an `encoder`) with
-    its encoder, and so its heads, at another dtype policy; the weights are copied."""
-    config = model.get_config()
-    config["encoder"]["config"]["dtype"] = policy
-    clone = model.__class__.from_config(config)
-    clone.set_weights(model.get_weights())
-    return clone
-
-
 # --- raw inputs of the task models' text face (keras_bert.tasks.keras_face) -------------
 def text_list(x, what: str = "x") -> list[str]:
     """`x` (one string, or a sequence of them) as a list of strings; `ArgumentError`

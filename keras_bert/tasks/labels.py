@@ -20,6 +20,10 @@ from collections.abc import Sequence
 
 from keras_bert.core.errors import ArgumentError
 
+# The label of continuation pieces, [CLS], [SEP] and padding in tagging: no word's tag
+# is there (the tagging models' loss and accuracy skip it).
+IGNORE_LABEL = -1
+
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 _SHOWN = 5  # bad items named in one message
 

@@ -37,10 +37,9 @@ if TYPE_CHECKING:  # tasks.base loads TensorFlow; the command line reads TASK_NA
 
 # The nine GLUE tasks, in the paper's order (Table 1): the registry lists them first.
 GLUE_NAMES = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli")
-# The inputs of the tasks that read long ones in windows (`keras_bert.tasks.windows`)
-# rather than truncate them, as help texts name them.
-WINDOWED_INPUTS = "SQuAD passages and NER sentences"
 
+# A family folder's task model classes live in its `model` module.
+FAMILY_MODELS_MODULE = "keras_bert.tasks.{family}.model"
 # name -> (order, registration number, listed, factory)
 _TASKS: dict[str, tuple[float, int, bool, Callable[[str], Task]]] = {}
 _discovered = False
@@ -119,3 +118,30 @@ def __getattr__(attribute: str):
     if attribute == "TASK_NAMES":
         return task_names()
     raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
+
+
+def task_model_class(family: str, name: str) -> type:
+    """The task model class `name` of the family folder `family` (its `model` module).
+
+    The GLUE and tagging tasks build their models through this: a task model's raw-text
+    face (`keras_bert.tasks.keras_face`) makes their `Task` (the generic classification
+    task, the tagger of `from_preset`), so their task modules importing the model module
+    would close an import cycle; the family is found by name, as `get_task` finds tasks.
+
+    Example:
+
+    >>> task_model_class("glue", "BertClassifier").__name__
+    'BertClassifier'
+    """
+    return getattr(importlib.import_module(FAMILY_MODELS_MODULE.format(family=family)), name)
+
+
+MODEL_FAMILIES = ("glue", "squad", "tagging", "multiple_choice")
+
+
+def register_task_models() -> None:
+    """Imports every family folder's `model` module, so each task model class is
+    registered with Keras (it registers when it is defined) before a `.keras` file or a
+    run's model.keras is opened; found by name, as `get_task` finds the families' tasks."""
+    for family in MODEL_FAMILIES:
+        importlib.import_module(FAMILY_MODELS_MODULE.format(family=family))

@@ -246,7 +246,7 @@ def opened(cls, source, *, num_classes: int | None = None,
             name = next(iter(kwargs))
             raise ArgumentError(f"{source!r} is a keras-hub classifier, which keeps its "
                                 f"head: leave {name} out.", field=name)
-        model = artifact.load()
+        model = cls.from_keras_hub_preset(artifact.local_path)
         labels = label_names or list(artifact.labels)
         positions = model.encoder.config.max_position_embeddings
         settings = FeatureSettings(max_seq_length=hub_task.sequence_length

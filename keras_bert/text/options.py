@@ -8,6 +8,10 @@ import dataclasses
 
 from keras_bert.core.checks import REQUIRED, option
 
+# The inputs the tasks read in windows (`keras_bert.tasks.windows`) rather than
+# truncate, as the commands' help names them.
+WINDOWED_INPUTS = "SQuAD passages and NER sentences"
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class VocabOptions:

@@ -312,7 +312,8 @@ def export_and_serve(job: DemoJob, task):
     paths = job.paths
     job.stages.start(7, "export", "Export the fine-tuned classifier as a SavedModel, reload it, "
                      "classify through serve_text")
-    from keras_bert.export import export_saved_model, load_export_source, serving_api_available
+    from keras_bert.export import export_saved_model, serving_api_available
+    from keras_bert.tasks.export_sources import load_export_source
 
     # As `keras-bert export --checkpoint RUN` does it; the warmup file is an extra.
     warmup = serving_api_available()

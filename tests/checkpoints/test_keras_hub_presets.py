@@ -19,14 +19,13 @@ from keras_bert.checkpoints.keras_hub import (
     is_keras_hub_preset,
     keras_hub_lower_case,
     keras_hub_vocab,
-    load_keras_hub_classifier,
     load_keras_hub_encoder,
     read_keras_hub_config,
     read_keras_hub_task,
 )
 from keras_bert.checkpoints.keras_hub_writing import save_keras_hub_preset
 from keras_bert.core.errors import ArgumentError, CheckpointError, OutputExistsError
-from keras_bert.model.models import BertClassifier
+from keras_bert.tasks.glue.model import BertClassifier, load_keras_hub_classifier
 
 SEQ = 16
 SIZES = dict(num_layers=2, num_heads=4, hidden_dim=32, intermediate_dim=64)
@@ -261,7 +260,8 @@ sys.meta_path.insert(0, type("NoKerasHub", (importlib.abc.MetaPathFinder,),
                              {"find_spec": staticmethod(refuse_keras_hub)})())
 import numpy as np
 from keras_bert.checkpoints.keras_hub import (is_keras_hub_preset, keras_hub_lower_case,
-    keras_hub_vocab, load_keras_hub_classifier, read_keras_hub_task)
+    keras_hub_vocab, read_keras_hub_task)
+from keras_bert.tasks.glue.model import load_keras_hub_classifier
 
 preset = sys.argv[1]
 batch = dict(np.load(sys.argv[2]))

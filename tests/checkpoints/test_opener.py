@@ -238,7 +238,7 @@ HUB_TINY = TINY.replace(hidden_act="gelu_tanh")
 
 def test_keras_hub_backbone_and_task_presets(tmp_path):
     from keras_bert.checkpoints import save_keras_hub_preset
-    from keras_bert.model.models import BertClassifier
+    from keras_bert.tasks.glue.model import BertClassifier
 
     vocab = write_vocab(str(tmp_path / "vocab.txt"))
     encoder = BertEncoder(HUB_TINY)
@@ -255,13 +255,15 @@ def test_keras_hub_backbone_and_task_presets(tmp_path):
     assert (task.kind, task.config, task.lower_case) == ("keras_hub_task", HUB_TINY, True)
     assert task.labels == ("0", "1", "2") and task.hub_task.sequence_length == 32
     assert task.check_vocab() == 64
-    assert isinstance(task.load(), BertClassifier)
+    with pytest.raises(CheckpointError, match="keras-hub classifier preset: open it with"):
+        task.load()  # the classifier is the tasks stage's
+    assert isinstance(BertClassifier.from_keras_hub_preset(task.local_path), BertClassifier)
     assert isinstance(task.load_encoder(), BertEncoder)  # its backbone alone
 
 
 def test_a_finetuning_run_gives_its_task_labels_and_model(finetuned, monkeypatch):
     from keras_bert.checkpoints import finetuning_runs
-    from keras_bert.model.models import BertClassifier
+    from keras_bert.tasks.glue.model import BertClassifier
 
     reads = []
     read = finetuning_runs.read_finetuning_record
@@ -287,7 +289,7 @@ def test_a_finetuning_run_gives_its_task_labels_and_model(finetuned, monkeypatch
 
 def test_a_finetuning_run_is_read_once_on_the_way_to_export(finetuned, monkeypatch):
     from keras_bert.checkpoints import finetuning_runs
-    from keras_bert.export import load_export_source
+    from keras_bert.tasks.export_sources import load_export_source
 
     reads = []
     read = finetuning_runs.read_finetuning_record
@@ -300,7 +302,7 @@ def test_a_finetuning_run_is_read_once_on_the_way_to_export(finetuned, monkeypat
 
 def test_a_keras_file(finetuned, tmp_path):
     from keras_bert.core.errors import InputNotFoundError as NotFound
-    from keras_bert.model.models import BertClassifier
+    from keras_bert.tasks.glue.model import BertClassifier
 
     path = tmp_path / "classifier.keras"
     shutil.copyfile(finetuned[0] / "model.keras", path)

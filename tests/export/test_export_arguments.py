@@ -13,8 +13,8 @@ import pytest
 from export_support import VOCAB, rich_tokenizer, tiny_config
 
 import keras_bert
-import keras_bert.export.models as export_models
 import keras_bert.export.saved_model as saved_model
+import keras_bert.tasks.exporting as export_models
 from keras_bert.core.errors import ArgumentError, OutputError
 from keras_bert.tasks.keras_face import TextPreprocessor, classification_task
 

@@ -47,10 +47,10 @@ from keras_bert.export import (
     LiteTokenizer,
     export_litert,
     litert,
-    load_export_source,
     load_interpreter,
 )
 from keras_bert.export.signatures import ServingModule
+from keras_bert.tasks.export_sources import load_export_source
 from keras_bert.text.packing import pack_inputs
 
 SEQ = 24

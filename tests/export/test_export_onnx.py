@@ -34,8 +34,8 @@ from keras_bert.core.input_files import file_sha256  # noqa: E402
 from keras_bert.export import export_saved_model  # noqa: E402
 from keras_bert.export import onnx as onnx_export  # noqa: E402
 from keras_bert.export.source import ExportSource  # noqa: E402
+from keras_bert.tasks.export_sources import serving_class  # noqa: E402
 from keras_bert.tasks.registry import get_task  # noqa: E402
-from keras_bert.tasks.serving import serving_class  # noqa: E402
 from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning  # noqa: E402
 
 VOCAB = os.path.join(REPO, "tests", "fixtures", "tokenization", "vocab_rich.txt")

@@ -21,7 +21,7 @@ from keras_bert import BertEncoder
 from keras_bert.checkpoints import load_encoder, load_pretrainer, save_encoder
 from keras_bert.cli import main
 from keras_bert.core.errors import ArgumentError, DataError, MismatchError
-from keras_bert.export import load_export_source
+from keras_bert.tasks.export_sources import load_export_source
 from keras_bert.tasks.finetuning import load_finetuned
 from keras_bert.text.packing import pack_inputs
 from keras_bert.text.tokenizer import BertTokenizer

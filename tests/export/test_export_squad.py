@@ -21,9 +21,9 @@ from conftest import REPO
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.export import ExportSource
 from keras_bert.export.signatures import ServingModule
-from keras_bert.model.models import BertSpanLabeler
 from keras_bert.tasks.base import FeatureSettings
 from keras_bert.tasks.squad import SquadExample, decode_squad, squad_features
+from keras_bert.tasks.squad.model import BertSpanLabeler
 from keras_bert.tasks.squad.serving import BLANK_PATTERN, SpanServing
 from keras_bert.text.tokenizer import BertTokenizer, VocabularyWarning
 

@@ -33,8 +33,9 @@ from export_support import (
 
 from keras_bert import BertEncoder
 from keras_bert.checkpoints import save_encoder
-from keras_bert.export import export_litert, load_export_source
+from keras_bert.export import export_litert
 from keras_bert.export.signatures import ServingModule
+from keras_bert.tasks.export_sources import load_export_source
 
 # Each of these alone has no character left after BertTokenizer's cleaning.
 BLANKS = ["", "\x00", "\u200b", " ", "\u3000", "\t\n\u00ad\ufeff\x07"]

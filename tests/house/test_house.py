@@ -87,8 +87,8 @@ def test_export_names_no_family_or_model_kind():
     family, task or kind name: adding a family adds a folder under tasks/, not a branch
     in export/. The names come from the registries themselves, so a new family or kind
     is checked too."""
+    from keras_bert.tasks.export_sources import KINDS
     from keras_bert.tasks.registry import TASK_NAMES
-    from keras_bert.tasks.serving import KINDS
 
     families = ("glue", "squad", "tagging", "multiple_choice", "ner", "swag")
     names = {*KINDS, *TASK_NAMES, *families}

@@ -1,5 +1,6 @@
 """The import direction is a checked contract: data flows text -> ids -> instances ->
-TFRecords -> model -> checkpoint -> tasks/training -> export -> pipelines -> CLI, and a
+TFRecords -> model -> checkpoint -> training -> export -> tasks -> pipelines -> CLI
+(export is family-agnostic; the tasks' families serve through it), and a
 module may import only modules of its own stage or earlier ones (shared/GUIDE.md).
 Every import is read from the source, lazy imports inside functions included, and the
 module graph must have no cycle."""
@@ -11,10 +12,12 @@ import pytest
 from conftest import REPO
 
 # The stages in the order data flows, each a folder of keras_bert/ (pipelines/ installs as
-# keras_bert.pipelines); export and plotting are one stage. Only the facade, `__main__`
+# keras_bert.pipelines); export comes before tasks (it writes any model kind's
+# `ModelServing`, and each family's folder says how its model serves), and plotting
+# sits after tasks. Only the facade, `__main__`
 # and `cli` sit at the top of the package (the last stage).
 STAGE_ORDER = [["core"], ["text"], ["metrics"], ["data"], ["model"], ["checkpoints"],
-               ["training"], ["tasks"], ["export", "plotting"], ["pipelines"]]
+               ["training"], ["export"], ["tasks"], ["plotting"], ["pipelines"]]
 TOP_MODULES = {"__init__.py", "__main__.py", "cli.py"}
 
 

@@ -214,7 +214,7 @@ KERAS_FILES = r'''
 import glob
 import keras
 import numpy as np
-import keras_bert.model.models  # noqa: F401
+import keras_bert.tasks.task_models  # noqa: F401
 from keras_bert import BertClassifier, BertConfig, BertEncoder, BertPretrainer
 
 folder, old = sys.argv[1:3]
@@ -290,7 +290,7 @@ def test_keras_files_move_between_tensorflow_and_jax(tmp_path):
     _needs("jax")
     if keras.backend.backend() != "tensorflow":
         pytest.skip("the test process saves on TensorFlow")
-    import keras_bert.model.models  # noqa: F401  (registers the classes)
+    import keras_bert.tasks.task_models  # noqa: F401  (registers the classes)
 
     _save_tensorflow_models(tmp_path)
     old = os.path.join(REPO, "tests", "fixtures", "keras_files_c0e3879")

@@ -8,17 +8,17 @@ from conftest import random_batch
 from harness import run_layer_test
 
 from keras_bert import BertEncoder
-from keras_bert.model.models import (
+from keras_bert.model.models import BertPretrainer, _unused_pooler_warning
+from keras_bert.tasks.squad import best_span
+from keras_bert.tasks.task_models import (
     BertClassifier,
+    BertFeatureBasedTagger,
     BertFeatureExtractor,
     BertMultipleChoice,
-    BertPretrainer,
+    BertNerTagger,
     BertSpanLabeler,
     BertTokenClassifier,
-    _unused_pooler_warning,
 )
-from keras_bert.model.taggers import BertFeatureBasedTagger, BertNerTagger
-from keras_bert.tasks.squad import best_span
 
 
 def _toy(n=64, seq=10, vocab=64, seed=0):
@@ -317,9 +317,16 @@ def test_model_harness(kind, tiny_config):
 
 def test_every_public_model_goes_through_the_harness(tiny_config):
     import keras_bert.model.models
-    import keras_bert.model.taggers
+    import keras_bert.tasks.glue.model
+    import keras_bert.tasks.multiple_choice.model
+    import keras_bert.tasks.squad.model
+    import keras_bert.tasks.tagging.model
+    import keras_bert.tasks.task_model
 
-    public = {name for module in (keras_bert.model.models, keras_bert.model.taggers)
+    modules = (keras_bert.model.models, keras_bert.tasks.task_model,
+               keras_bert.tasks.glue.model, keras_bert.tasks.squad.model,
+               keras_bert.tasks.tagging.model, keras_bert.tasks.multiple_choice.model)
+    public = {name for module in modules
               for name, value in vars(module).items()
               if isinstance(value, type) and issubclass(value, keras.Model)
               and value.__module__ == module.__name__

@@ -1,5 +1,6 @@
 """`.keras` files saved before the package moved into stage folders (`keras_bert/layers`
--> `keras_bert/model/layers`, `keras_bert/models` -> `keras_bert/model/models`, ...) still
+-> `keras_bert/model/layers`, `keras_bert/models` -> `keras_bert/model/models` -> each task family's
+`keras_bert/tasks/FAMILY/model.py`, ...) still
 load, and give the outputs they gave when saved.
 
 `tests/fixtures/keras_files_c0e3879/` was written by the code of commit c0e3879 (the last one
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-import keras_bert.model.models  # noqa: F401  (registers the classes, as README says)
+import keras_bert.tasks.task_models  # noqa: F401  (registers the classes, as README says)
 
 DATA = os.path.join(REPO, "tests", "fixtures", "keras_files_c0e3879")
 NAMES = ["classifier", "span_labeler", "tagger", "multiple_choice", "pretrainer"]

@@ -265,7 +265,7 @@ def test_training_traces_its_step_once_for_every_epoch_and_length(tmp_path, monk
     # Keras traces it.
     import keras
 
-    from keras_bert.model.models import BertClassifier
+    from keras_bert.tasks.glue.model import BertClassifier
 
     traces = []
 

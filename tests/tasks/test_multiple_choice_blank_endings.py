@@ -108,7 +108,8 @@ def swag(tmp_path_factory):
     model's logits), a fine-tuned run, its SavedModel and its LiteRT model."""
     import keras
 
-    from keras_bert.export import export_litert, export_saved_model, load_export_source
+    from keras_bert.export import export_litert, export_saved_model
+    from keras_bert.tasks.export_sources import load_export_source
 
     keras.utils.set_random_seed(11)
     root = tmp_path_factory.mktemp("blank_endings")

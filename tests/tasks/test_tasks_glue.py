@@ -7,8 +7,8 @@ from conftest import REPO, SHARED_DATA
 
 from keras_bert import BertConfig, BertEncoder, BertTokenizer
 from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError
-from keras_bert.model.models import BertClassifier
 from keras_bert.tasks.base import FeatureSettings, feature_dataset, truncation_report
+from keras_bert.tasks.glue.model import BertClassifier
 from keras_bert.tasks.glue.task import GLUE_TASKS, GlueTask
 
 DATA = os.path.join(REPO, "tests", "fixtures", "tasks", "glue")

@@ -8,8 +8,8 @@ from conftest import REPO
 
 from keras_bert import BertConfig, BertEncoder
 from keras_bert.core.errors import ArgumentError, DataError
-from keras_bert.model.models import BertMultipleChoice
 from keras_bert.tasks.base import FeatureSettings, feature_dataset
+from keras_bert.tasks.multiple_choice.model import BertMultipleChoice
 from keras_bert.tasks.multiple_choice.task import SwagExample, SwagTask
 
 DATA = os.path.join(REPO, "tests", "fixtures", "tasks", "swag")

@@ -7,8 +7,8 @@ from conftest import REPO
 
 from keras_bert import BertConfig, BertEncoder, BertTokenizer
 from keras_bert.core.errors import ArgumentError, DataError
-from keras_bert.model.taggers import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger
 from keras_bert.tasks.base import FeatureSettings, feature_dataset, truncation_report
+from keras_bert.tasks.tagging.model import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger
 from keras_bert.tasks.tagging.task import NerExample, NerTask
 from keras_bert.tasks.windows import (
     best_windows,

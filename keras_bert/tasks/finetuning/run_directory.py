@@ -18,7 +18,7 @@ from keras_bert.core.errors import MismatchError, OutputError, Setting
 from keras_bert.core.run_files import FINETUNE_CONFIG, FINETUNE_LOGS_SUFFIX
 from keras_bert.tasks.base import Features, FeatureSettings, Task, log_truncation
 from keras_bert.tasks.finetuning.options import FinetuneOptions
-from keras_bert.tasks.registry import get_task
+from keras_bert.tasks.registry import get_task, register_task_models
 from keras_bert.tasks.text_preprocessor import TextPreprocessor
 from keras_bert.text.tokenizer import BertTokenizer
 from keras_bert.text.vocab import VOCAB_FILE
@@ -121,10 +121,8 @@ def load_run(run, task: str | None = None) -> FinetunedModel:
     settings), as `keras.saving.load_model` gives it. A run written before the model
     held its preprocessor (release 9273a48 and earlier) gets one from its record and
     vocab.txt: the one reader of that layout."""
-    # The task models register their Keras classes on import; some task modules import
-    # them only when they build a model (a fresh `keras-bert predict` of a SQuAD run).
-    import keras_bert.model.models  # noqa: F401
-
+    # The task models register their Keras classes when their modules are imported.
+    register_task_models()
     path, record = run.path, run.record
     saved, options = restore_run(path, record, task)
     model = run.load()

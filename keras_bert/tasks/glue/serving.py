@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_bert.tasks.serving import ModelServing, label_lookup
+from keras_bert.export.serving import ModelServing, label_lookup
 
 
 class ClassifierServing(ModelServing):

@@ -32,7 +32,6 @@ import numpy as np
 from keras_bert.core import fileio
 from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.metrics import GLUE_METRIC_NAMES, glue_metrics
-from keras_bert.model.models import BertClassifier
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import (
     as_numpy_outputs,
@@ -44,6 +43,7 @@ from keras_bert.tasks.common import (
 )
 from keras_bert.tasks.glue.examples import GLUE_TFDS_FEATURES, TFDS_SPLITS, GlueExample, tfds_reader
 from keras_bert.tasks.labels import class_problem, refuse, score
+from keras_bert.tasks.registry import task_model_class
 from keras_bert.tasks.tfds_source import TfdsLayout
 
 
@@ -315,7 +315,8 @@ class GlueTask(Task):
 
     def build_model(self, encoder, **kwargs):
         """`BertClassifier(encoder, num_classes)`; `kwargs` go to it (e.g. `dropout`)."""
-        return BertClassifier(encoder, num_classes=self.num_classes, **kwargs)
+        model_class = task_model_class("glue", "BertClassifier")
+        return model_class(encoder, num_classes=self.num_classes, **kwargs)
 
     # --- predictions ----------------------------------------------------------------
     def decode(self, examples: Sequence[GlueExample], features: Features, outputs,

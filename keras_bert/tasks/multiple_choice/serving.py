@@ -33,9 +33,9 @@ from typing import ClassVar
 
 import tensorflow as tf
 
+from keras_bert.export.serving import ModelServing, choice_string_batches
 from keras_bert.tasks.multiple_choice import litert_serving
 from keras_bert.tasks.multiple_choice.endings import NO_ANSWER
-from keras_bert.tasks.serving import ModelServing, choice_string_batches
 
 NO_ENDING = NO_ANSWER  # `label` of a row whose endings are all blank
 

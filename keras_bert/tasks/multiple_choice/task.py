@@ -26,7 +26,6 @@ import numpy as np
 from keras_bert.core import fileio
 from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.metrics import accuracy
-from keras_bert.model.models import BertMultipleChoice
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import (
     as_numpy_outputs,
@@ -39,6 +38,7 @@ from keras_bert.tasks.multiple_choice.endings import (  # noqa: F401 (NO_ANSWER:
     blank_endings,
     choose_endings,
 )
+from keras_bert.tasks.multiple_choice.model import BertMultipleChoice
 
 NUM_CHOICES = 4
 _ENDINGS = tuple(f"ending{k}" for k in range(NUM_CHOICES))

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from keras_bert.export.serving import whitespace_code_points
 from keras_bert.tasks.litert_windows import best_windows, window_pieces, windows
-from keras_bert.tasks.serving import whitespace_code_points
 from keras_bert.text.litert_ops import JOIN_WIDTHS, gather_rows, join_bytes, utf8_bytes
 
 # NgramsStringJoin rounds for SQuAD answers: up to 8 * 8 * 16 * 16 * 16 bytes (256 KiB).

@@ -35,7 +35,7 @@ from typing import ClassVar
 import tensorflow as tf
 
 from keras_bert.core.errors import ArgumentError
-from keras_bert.tasks.serving import ModelServing, string_batches
+from keras_bert.export.serving import ModelServing, string_batches
 from keras_bert.tasks.squad import litert_serving
 from keras_bert.tasks.windows import best_windows, window_table
 

@@ -191,7 +191,7 @@ class SquadTask(Task):
     def build_model(self, encoder, **kwargs):
         """A `BertSpanLabeler` on `encoder` (its default loss: the mean of the start and
         end cross-entropies, as in the paper)."""
-        from keras_bert.model.models import BertSpanLabeler
+        from keras_bert.tasks.squad.model import BertSpanLabeler
 
         return BertSpanLabeler(encoder, **kwargs)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from keras_bert.export.serving import whitespace_code_points
 from keras_bert.tasks.litert_windows import best_windows, window_pieces, windows
-from keras_bert.tasks.serving import whitespace_code_points
 from keras_bert.text.litert_ops import concat_rows, row_of, split_words
 
 

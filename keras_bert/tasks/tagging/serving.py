@@ -29,7 +29,7 @@ from typing import ClassVar
 
 import tensorflow as tf
 
-from keras_bert.tasks.serving import (
+from keras_bert.export.serving import (
     ModelServing,
     label_lookup,
     string_batches,

@@ -34,10 +34,10 @@ import tensorflow as tf
 from keras_bert.core import fileio
 from keras_bert.core.errors import ArgumentError, DataError
 from keras_bert.metrics import ner_span_metrics
-from keras_bert.model.taggers import IGNORE_LABEL, BertFeatureBasedTagger, BertNerTagger
 from keras_bert.tasks.base import TRUNCATED_TOKENS, Features, FeatureSettings, Task
 from keras_bert.tasks.common import as_numpy_outputs, read_lines
-from keras_bert.tasks.labels import refuse, tag_problem
+from keras_bert.tasks.labels import IGNORE_LABEL, refuse, tag_problem
+from keras_bert.tasks.registry import task_model_class
 from keras_bert.tasks.tagging.examples import TFDS_SPLITS, NerExample, tag_name, tfds_reader
 from keras_bert.tasks.tfds_source import TfdsLayout
 from keras_bert.tasks.windows import max_context_windows, window_spans
@@ -392,7 +392,8 @@ class NerTask(Task):
         if self.labels is None:
             raise ArgumentError("This NerTask has no label list yet: make features of the "
                                 "training examples first, or create it with labels.")
-        model_class = BertFeatureBasedTagger if feature_based else BertNerTagger
+        model_class = task_model_class(
+            "tagging", "BertFeatureBasedTagger" if feature_based else "BertNerTagger")
         return model_class(encoder, num_classes=len(self.labels), **kwargs)
 
     # --- predictions ----------------------------------------------------------------

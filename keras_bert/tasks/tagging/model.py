@@ -1,8 +1,9 @@
-"""The taggers, the tagging family's task models (paper §5.3): `BertNerTagger` (fine-tuned) and
-`BertFeatureBasedTagger` (the frozen encoder's features into a BiLSTM, Table 7), with
+"""The tagging family's task models (paper §5.3): `BertTokenClassifier` (per-token
+logits), `BertNerTagger` (fine-tuned) and `BertFeatureBasedTagger` (the frozen encoder's features into a BiLSTM, Table 7), with
 the loss and `MaskedTokenAccuracy` that skip the positions labelled `IGNORE_LABEL`.
 
-Their registered names (`keras_bert>BertNerTagger`, ...) are what saved `.keras` files
+Each has the raw-text face (`from_preset`, `fit` on strings, `tag`, `export`). Their
+registered names (`keras_bert>BertTokenClassifier`, `keras_bert>BertNerTagger`, ...) are what saved `.keras` files
 refer to.
 """
 
@@ -13,10 +14,47 @@ from collections.abc import Sequence
 import keras
 from keras import ops
 
-from keras_bert.model.models import BertFeatureExtractor, BertTask, BertTokenClassifier
+from keras_bert.model.encoder import BertEncoder
+from keras_bert.tasks.labels import IGNORE_LABEL
+from keras_bert.tasks.task_model import (
+    BertFeatureExtractor,
+    DenseHeadTask,
+    TaggerFace,
+    TaskModel,
+)
 
-# The label of continuation pieces, [CLS], [SEP] and padding: no word's tag is there.
-IGNORE_LABEL = -1
+__all__ = ["IGNORE_LABEL", "BertFeatureBasedTagger", "BertNerTagger", "BertTokenClassifier",
+           "MaskedTokenAccuracy"]
+
+
+@keras.saving.register_keras_serializable(package="keras_bert")
+class BertTokenClassifier(TaggerFace, DenseHeadTask):
+    """Per-token tagging, e.g. NER (paper §5.3): float32 logits [batch, seq, num_classes].
+
+    Pass `sample_weight=input_mask` (or a first-sub-token mask) to `fit` so padding and
+    continuation pieces do not count.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_bert import BertConfig, BertEncoder
+    >>> model = BertTokenClassifier(BertEncoder(BertConfig.from_preset("tiny", vocab_size=50)),
+    ...                             num_classes=9)
+    >>> x = {"input_word_ids": np.ones((2, 8), "int32"), "input_mask": np.ones((2, 8), "int32"),
+    ...      "input_type_ids": np.zeros((2, 8), "int32")}
+    >>> tuple(model(x).shape)
+    (2, 8, 9)
+    """
+
+    config_fields = ("num_classes", "dropout")
+
+    def __init__(self, encoder: BertEncoder, num_classes: int, dropout: float | None = None,
+                 name: str = "bert_token_classifier", **kwargs):
+        if num_classes < 2:
+            raise ValueError(f"num_classes must be >= 2 for tagging, got {num_classes}.")
+        super().__init__(encoder, units=num_classes, dropout=dropout, output="sequence_output",
+                         name=name, **kwargs)
+        self.num_classes = num_classes
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
@@ -92,7 +130,7 @@ class BertNerTagger(BertTokenClassifier):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert")
-class BertFeatureBasedTagger(BertTask):
+class BertFeatureBasedTagger(TaskModel):
     """The paper's feature-based NER (§5.3): the frozen encoder's hidden states of
     `layers` concatenated (the last four by default, the best of Table 7), a randomly
     initialized two-layer BiLSTM (`lstm_units` per direction, 768 in the paper) and a

@@ -1,12 +1,14 @@
-"""What the families' serving shares, and what `keras_bert.export` asks of a model kind.
+"""What `keras_bert.export` asks of a model kind, and what the families' serving shares.
 
 `ModelServing` is a model kind's answer to export (its outputs, `serve_text` in a
 SavedModel and in LiteRT, model-card fields, warmup shapes); each family's folder
 subclasses it in its `serving` module beside its SavedModel (`serving`) and LiteRT
-(`litert_serving`) `serve_text` code, and `Task.serving` gives a fine-tuned model's.
+(`litert_serving`) `serve_text` code, `Task.serving` gives a fine-tuned model's, and
+`keras_bert.tasks.export_sources` finds a kind's class (its `KINDS`). The export stage names
+no family.
 The kinds (`KINDS`) and their outputs:
 
-* encoder (`EncoderServing`): `pooled_output` [batch, H], `sequence_output`
+* encoder (`keras_bert.tasks.export_sources.EncoderServing`): `pooled_output` [batch, H], `sequence_output`
   [batch, seq, H], `encoder_outputs` [batch, L, seq, H];
 * classifier (`keras_bert.tasks.glue.serving`): `logits`, `probabilities`, `label`
   (the label names stored in the model); regression: `score`;
@@ -27,12 +29,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 from typing import ClassVar
 
 import tensorflow as tf
-
-from keras_bert.core.errors import ArgumentError
 
 
 def string_batches(inputs: dict) -> dict:
@@ -94,7 +93,7 @@ class ModelServing:
     (which names no kind itself): the outputs of its forward pass, how its string
     outputs are named, its `serve_text` in a SavedModel and in LiteRT, and its model-card
     fields. Each family's folder subclasses it; `Task.serving` gives a fine-tuned
-    model's, `EncoderServing` is a bare encoder's.
+    model's, `keras_bert.tasks.export_sources.EncoderServing` a bare encoder's.
 
     Attributes:
         pair: whether `serve_text` takes `text_pair` as well as `text`.
@@ -105,9 +104,9 @@ class ModelServing:
 
     Example:
 
-    >>> serving = serving_class("classifier")(label_names=("neg", "pos"), pair=True)
-    >>> serving.kind, serving.text_inputs
-    ('classifier', ('text', 'text_pair'))
+    >>> serving = ModelServing(pair=True)
+    >>> serving.text_inputs
+    ('text', 'text_pair')
     """
 
     kind: ClassVar[str] = ""
@@ -179,68 +178,9 @@ class ModelServing:
         return {}
 
 
-class EncoderServing(ModelServing):
-    """A bare encoder: `pooled_output`, `sequence_output`, `encoder_outputs` [batch, L,
-    seq, H], and from `serve_text` also the `input_mask` it packed; its SavedModel is
-    TF Hub-style reusable."""
-
-    kind = "encoder"
-    hub_reusable = True
-
-    def encoder_of(self, model):
-        return model
-
-    def forward(self, model, inputs) -> dict:
-        out = model(inputs, training=False)
-        return {"pooled_output": _float32(out["pooled_output"]),
-                "sequence_output": _float32(out["sequence_output"]),
-                "encoder_outputs": _float32(tf.stack(out["encoder_outputs"], axis=1))}
-
-    def text_outputs(self, module, packed: dict) -> dict:
-        return {**module.model_outputs(packed), "input_mask": packed["input_mask"]}
-
-
 def label_lookup(label_names, best, keep=None):
     """The names of the `best` indices; "" where `keep` is False (gather only)."""
     names = tf.constant([*label_names, ""])
     if keep is not None:
         best = tf.where(keep, best, len(label_names))
     return tf.gather(names, best)
-
-
-# kind -> (module, class): the model kinds an export can hold, imported when asked for.
-_SERVINGS = {
-    "encoder": ("keras_bert.tasks.serving", "EncoderServing"),
-    "classifier": ("keras_bert.tasks.glue.serving", "ClassifierServing"),
-    "regression": ("keras_bert.tasks.glue.serving", "RegressionServing"),
-    "span_labeler": ("keras_bert.tasks.squad.serving", "SpanServing"),
-    "tagger": ("keras_bert.tasks.tagging.serving", "TaggerServing"),
-    "multiple_choice": ("keras_bert.tasks.multiple_choice.serving", "ChoiceServing"),
-}
-KINDS = tuple(_SERVINGS)
-
-
-def serving_class(kind: str) -> type[ModelServing]:
-    """The `ModelServing` subclass of a model kind (one of `KINDS`)."""
-    module, name = _SERVINGS[kind]
-    return getattr(importlib.import_module(module), name)
-
-
-def serving_for(model, label_names: tuple[str, ...] | None = None,
-                pair: bool = False) -> ModelServing:
-    """The `ModelServing` of a model that comes without a fine-tuning run (a keras-hub
-    classifier preset, say): a bare encoder's, or a sequence classifier's with
-    `label_names` (its regression form when it has one output); `ArgumentError` for any
-    other model, whose serving needs its task's settings (`Task.serving`)."""
-    from keras_bert.model.encoder import BertEncoder
-    from keras_bert.model.models import BertClassifier
-
-    if isinstance(model, BertEncoder):
-        return EncoderServing()
-    if isinstance(model, BertClassifier):
-        if model.num_classes == 1:
-            return serving_class("regression")(pair=pair)
-        return serving_class("classifier")(pair=pair, label_names=label_names)
-    raise ArgumentError(f"a {type(model).__name__} is served from its fine-tuning run "
-                        "directory (its task's settings); give that directory.",
-                        field="checkpoint")
