@@ -3,7 +3,8 @@ fine-tuned one epoch (batch 32) on the first rows of a GLUE train file, scored o
 rows, each side and seed in its own process, same weights and rows.
 
     python benchmarks/recipe.py --task sst2 --seeds 1,2,3 [--sides python,keras_hub,command]
-    python benchmarks/recipe.py --task mrpc --seeds 1,2 --sides python,keras_hub
+    python benchmarks/recipe.py --task mrpc --seeds 1,2
+    python benchmarks/recipe.py --task sst2 --seeds 1 --sides python --export
 
 - python: `keras.utils.set_random_seed(seed)`, `BertClassifier.from_preset(M,
   num_classes=2, sequence_length=L)`, `compile()`, `fit(x, y, batch_size=32)` (pairs as
@@ -18,7 +19,8 @@ rows, each side and seed in its own process, same weights and rows.
 SST-2: the first `--train` (2,000) rows of train.tsv train, its last 872 are held out,
 length 64. MRPC: the first 1,000 train rows, the 408 dev pairs, length 128. Summary lines:
 each side's mean accuracy, the fit-time ratio python/keras_hub (goal <= 0.6) and the
-largest |command - python| accuracy gap (goal <= 0.005).
+largest |command - python| accuracy gap (goal <= 0.005). `--export` adds, on the python
+side, the exported SavedModel's `serve_text` against `predict` and int8's label agreement.
 """
 
 from __future__ import annotations
@@ -74,8 +76,30 @@ def python_side(args) -> dict:
     model.fit(x, y, batch_size=32, epochs=1, verbose=0)
     fit = time.monotonic() - started
     results = model.evaluate(dev_x, dev_y, batch_size=32, return_dict=True, verbose=0)
-    return {"fit_s": fit, "setup_s": setup, "accuracy": results["accuracy"],
-            "peak_learning_rate": model._recipe_learning_rate}
+    row = {"fit_s": fit, "setup_s": setup, "accuracy": results["accuracy"],
+           "peak_learning_rate": model._recipe_learning_rate}
+    return {**row, **export_and_quantize(model, dev_x)} if args.export else row
+
+
+def export_and_quantize(model, texts) -> dict:
+    """The exported SavedModel's `serve_text` against `predict` on the dev texts, then
+    int8 quantization: how many dev labels stay those of the float model."""
+    import warnings
+
+    import numpy as np
+    import tensorflow as tf
+
+    logits = model.predict(texts, batch_size=32, verbose=0)
+    version = model.export(os.path.join(tempfile.mkdtemp(), "sst2"), warmup=False)
+    serve = tf.saved_model.load(version).signatures["serve_text"]
+    served = np.concatenate([serve(text=tf.constant(texts[i:i + 64]))["logits"].numpy()
+                             for i in range(0, len(texts), 64)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # LayerNorm and dropout have nothing to quantize
+        model.quantize("int8")
+    quantized = model.predict(texts, batch_size=32, verbose=0)
+    return {"serve_text_max_abs_diff": float(np.abs(served - logits).max()),
+            "int8_label_agreement": float(np.mean(quantized.argmax(-1) == logits.argmax(-1)))}
 
 
 def keras_hub_side(args) -> dict:
@@ -134,6 +158,8 @@ def main():
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--train", type=int, default=None)
     parser.add_argument("--sides", default="python,keras_hub,command")
+    parser.add_argument("--export", action="store_true",
+                        help="python side (SST-2): also export and quantize (int8) the model")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -146,7 +172,7 @@ def main():
         for side in args.sides.split(","):
             child = harness.run_row([sys.executable, __file__, "--child", side, "--task",
                                      args.task, "--seed", str(seed), "--train",
-                                     str(args.train)],
+                                     str(args.train), *(["--export"] if args.export else [])],
                                     env={"TF_CPP_MIN_LOG_LEVEL": "3"})
             line = next((x for x in child["stdout"].splitlines() if x.startswith("RESULT ")),
                         None)

@@ -143,7 +143,7 @@ def test_default_int8_classifier_agrees_with_the_float_one():
     agreement = float(np.mean(labels_int8 == labels_float))
     # Random weights put some inputs near a class boundary (0.985 to 1.0 over seeds); the
     # bug this guards against agreed on 59%. The fine-tuned MiniLM's 99.5% on SST-2 is
-    # benchmarks/keras_face.py's.
+    # benchmarks/recipe.py's.
     assert agreement >= 0.95, agreement
     assert len(set(labels_float.tolist())) == 3  # the labels are not all one class
     cosine = _cosine(_numpy(encoder(x)["sequence_output"]), sequence_float)

@@ -5,7 +5,7 @@ decodes, `compile()` with the recipe, a `.keras` file that reloads in a fresh pr
 after `import keras_bert` with its compile state, `export()` served by TensorFlow alone,
 `from_preset` of a fine-tuning run, and clear errors. Tiny random-weight encoders over
 tests/fixtures's vocabulary keep it fast: these test the plumbing; the real MiniLM run
-is `benchmarks/keras_face.py`."""
+is `benchmarks/recipe.py`."""
 
 from __future__ import annotations
 
