@@ -538,7 +538,8 @@ def test_readme_runner_classifies_in_a_process_without_keras_bert(exports, tmp_p
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--quantize", "dynamic_int8"], "--quantize dynamic_int8 is for --format litert"),
+    (["--quantize", "dynamic_int8"], "--quantize dynamic_int8 is not for --format "
+                                     "saved_model: it takes int8, int4, float8"),
     (["--format", "litert", "--precision", "mixed_bfloat16"], "--precision is for --format "
                                                               "saved_model"),
     (["--format", "litert", "--xla"], "--xla is for --format saved_model"),
@@ -558,9 +559,18 @@ def test_cli_flag_mistakes_exit_2_and_write_nothing(exports, tmp_path, capsys, f
 def test_cli_rejects_an_unknown_quantization(exports, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["export", "--checkpoint", exports["classifier"][2]["source_checkpoint"],
-              "--format", "litert", "--quantize", "int4", "--output_dir", str(tmp_path)])
+              "--format", "litert", "--quantize", "int2", "--output_dir", str(tmp_path)])
     assert exit_info.value.code == 2
-    assert "invalid choice: 'int4'" in capsys.readouterr().err
+    assert "invalid choice: 'int2'" in capsys.readouterr().err
+
+
+def test_cli_refuses_keras_quantization_for_litert(exports, tmp_path, capsys):
+    # int4 is the model's Keras quantization, for a SavedModel; LiteRT quantizes itself.
+    assert main(["export", "--checkpoint", exports["classifier"][2]["source_checkpoint"],
+                 "--format", "litert", "--quantize", "int4", "--output_dir",
+                 str(tmp_path)]) == 2
+    assert ("--quantize int4 is not for --format litert: it takes dynamic_int8, float16"
+            in capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("signature, inputs, field", [

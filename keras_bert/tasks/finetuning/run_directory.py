@@ -13,6 +13,7 @@ import os
 
 import keras
 
+from keras_bert.checkpoints.finetuning_runs import check_finetuning_run
 from keras_bert.core import fileio
 from keras_bert.core.errors import MismatchError, OutputError, Setting
 from keras_bert.core.run_files import FINETUNE_CONFIG, FINETUNE_LOGS_SUFFIX
@@ -112,6 +113,7 @@ def load_finetuned(path: str, task: str | None = None) -> FinetunedModel:
     task it was trained on."""
     from keras_bert.checkpoints.opener import open_artifact
 
+    check_finetuning_run(path)  # names what a directory lacks to be a run
     return load_run(open_artifact(path), task)
 
 
