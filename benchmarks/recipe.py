@@ -1,26 +1,17 @@
 """The recipe against keras-hub's defaults, and the command line against Python: MiniLM
-fine-tuned one epoch (batch 32) on the first rows of a GLUE train file, scored on held-out
-rows, each side and seed in its own process, same weights and rows.
+fine-tuned 1 epoch (batch 32) on the first rows of a GLUE train file, scored on held-out
+rows, a process per side and seed (same weights and rows). Sides: python
+(`set_random_seed`, `from_preset(M, num_classes=2, sequence_length=L)`, `compile()`,
+`fit`); keras_hub (`BertTextClassifier.from_preset` with its defaults, on MiniLM saved
+with keras-hub's tanh GELU); command (`keras-bert finetune --task T --max_seq_length L
+--num_train_epochs 1 --train_batch_size 32 --seed S` on a GLUE folder of the same rows).
+SST-2: first 2,000 train rows, the last 872 held out, L 64; MRPC: first 1,000 train rows,
+the 408 dev pairs, L 128. Summary: mean accuracies, fit-time ratio python/keras_hub (goal
+<= 0.6), largest |command - python| gap (goal <= 0.005); `--export` adds `serve_text`
+against `predict` and int8's label agreement (python side).
 
-    python benchmarks/recipe.py --task sst2 --seeds 1,2,3 [--sides python,keras_hub,command]
-    python benchmarks/recipe.py --task mrpc --seeds 1,2
+    python benchmarks/recipe.py --task sst2 --seeds 1,2,3   (--task mrpc --seeds 1,2)
     python benchmarks/recipe.py --task sst2 --seeds 1 --sides python --export
-
-- python: `keras.utils.set_random_seed(seed)`, `BertClassifier.from_preset(M,
-  num_classes=2, sequence_length=L)`, `compile()`, `fit(x, y, batch_size=32)` (pairs as
-  `(s1, s2)`), `evaluate`.
-- keras_hub: `keras.utils.set_random_seed(seed)`, `BertTextClassifier.from_preset` with
-  its own defaults (Adam 5e-5, fixed-length padding), `fit`, `evaluate`. keras-hub's BERT
-  computes the tanh GELU, so its preset is MiniLM saved with `approximate_gelu=True`.
-- command: `keras-bert finetune --task T --max_seq_length L --num_train_epochs 1
-  --train_batch_size 32 --seed S`, defaults otherwise, on a GLUE folder holding the same
-  rows (train.tsv) and held-out rows (dev.tsv).
-
-SST-2: the first `--train` (2,000) rows of train.tsv train, its last 872 are held out,
-length 64. MRPC: the first 1,000 train rows, the 408 dev pairs, length 128. Summary lines:
-each side's mean accuracy, the fit-time ratio python/keras_hub (goal <= 0.6) and the
-largest |command - python| accuracy gap (goal <= 0.005). `--export` adds, on the python
-side, the exported SavedModel's `serve_text` against `predict` and int8's label agreement.
 """
 
 from __future__ import annotations
@@ -39,25 +30,20 @@ TASKS = {"sst2": {"folder": "SST-2", "train": 2000, "length": 64},
          "mrpc": {"folder": "MRPC", "train": 1000, "length": 128}}
 
 
-def _table(path: str, encoding: str = "utf-8-sig") -> tuple[str, list[list[str]]]:
-    with open(path, encoding=encoding) as f:
-        lines = [line.rstrip("\n") for line in f]
-    return lines[0], [line.split("\t") for line in lines[1:] if line]
+def _table(path: str) -> tuple[str, list[list[str]]]:
+    with open(path, encoding="utf-8-sig") as f:
+        header, *lines = f.read().splitlines()
+    return header, [line.split("\t") for line in lines if line]
 
 
 def rows(task: str, train: int):
-    """(header, train rows, dev rows, (texts, labels) of train, of dev) as GLUE rows."""
+    """(header, train rows, dev rows, (x, labels) of train, of dev) as GLUE rows."""
     folder = os.path.join(harness.GLUE, TASKS[task]["folder"])
     header, table = _table(os.path.join(folder, "train.tsv"))
-    if task == "sst2":
-        train_rows, dev_rows = table[:train], table[-872:]
-        def xy(r):
-            return [t for t, _ in r], [int(y) for _, y in r]
-    else:
-        train_rows, dev_rows = table[:train], _table(os.path.join(folder, "dev.tsv"))[1]
-        def xy(r):
-            return ([x[3] for x in r], [x[4] for x in r]), [int(x[0]) for x in r]
-    return header, train_rows, dev_rows, xy(train_rows), xy(dev_rows)
+    dev = table[-872:] if task == "sst2" else _table(os.path.join(folder, "dev.tsv"))[1]
+    xy = ((lambda r: ([t for t, _ in r], [int(y) for _, y in r])) if task == "sst2" else
+          (lambda r: (([x[3] for x in r], [x[4] for x in r]), [int(x[0]) for x in r])))
+    return header, table[:train], dev, xy(table[:train]), xy(dev)
 
 
 def python_side(args) -> dict:
@@ -134,7 +120,7 @@ def command_side(args) -> dict:
     os.makedirs(data)
     for name, table in (("train.tsv", train_rows), ("dev.tsv", dev_rows)):
         with open(os.path.join(data, name), "w", encoding="utf-8") as f:
-            f.write(header + "\n" + "".join("\t".join(r) + "\n" for r in table))
+            f.write("".join("\t".join(r) + "\n" for r in [[header], *table]))
     out = os.path.join(work, "run")
     result = harness.keras_bert(
         "finetune", "--task", args.task, "--data_dir", data, "--output_dir", out,
