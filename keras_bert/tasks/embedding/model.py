@@ -105,6 +105,7 @@ class BertTextEmbedder(TaskModel):
             # (2, 384)
         """
         from keras_bert.checkpoints.opener import open_artifact
+        from keras_bert.checkpoints.remote import is_checkpoint_name, resolve_checkpoint_name
         from keras_bert.checkpoints.sentence_transformers import (
             SentenceTransformersSpec,
             is_sentence_transformers_folder,
@@ -115,40 +116,31 @@ class BertTextEmbedder(TaskModel):
             raise ArgumentError(f"source must be a path or a checkpoint name, got "
                                 f"{type(source).__name__}.", field="source")
         source = os.fspath(source)
-        artifact = open_artifact(source, vocab_file=vocab_file, lower_case=lower_case,
-                                 keras_files=True)
-        if artifact.kind == "keras_file":
-            model = artifact.load()
-            if not isinstance(model, cls) or model.preprocessor is None:
-                raise ArgumentError(f"{source!r} holds a {type(model).__name__}"
-                                    + (" without a preprocessor" if isinstance(model, cls)
-                                       else "") + f", not a {cls.__name__} that reads "
-                                    "text.", field="source")
-            if truncate_dim is not None:
-                model.truncate_dim = _checked_dim(truncate_dim)
-            return model
-        if artifact.kind == "finetuning_run":
-            raise ArgumentError(f"{source!r} is a fine-tuning run, not an encoder or a "
-                                "sentence-transformers folder.", field="source")
-        local = artifact.local_path
+        truncate_dim = _checked_dim(truncate_dim)
+        local = resolve_checkpoint_name(source) if is_checkpoint_name(source) else source
         if os.path.isdir(local) and is_sentence_transformers_folder(local):
-            spec = read_sentence_transformers(local)
-            if os.path.realpath(spec.transformer_path) != os.path.realpath(local):
-                artifact = open_artifact(spec.transformer_path, vocab_file=vocab_file,
-                                         lower_case=lower_case)
-            if spec.do_lower_case and lower_case is None:
-                artifact = open_artifact(artifact.local_path, vocab_file=vocab_file,
-                                         lower_case=True)
+            spec = read_sentence_transformers(local)  # refuses what it cannot compute
+            artifact = open_artifact(
+                spec.transformer_path, vocab_file=vocab_file,
+                lower_case=True if spec.do_lower_case and lower_case is None else lower_case)
         else:
-            spec = SentenceTransformersSpec(transformer_path=local, normalize=True)
+            artifact = open_artifact(source, vocab_file=vocab_file, lower_case=lower_case,
+                                     keras_files=True)
+            if artifact.kind == "keras_file":
+                return _saved(cls, artifact.load(), source, truncate_dim)
+            if artifact.kind == "finetuning_run":
+                raise ArgumentError(f"{source!r} is a fine-tuning run, not an encoder or a "
+                                    "sentence-transformers folder.", field="source")
+            spec = SentenceTransformersSpec(transformer_path=artifact.local_path,
+                                            normalize=True)
         artifact.check_vocab()
-        encoder = artifact.load_encoder(dtype=dtype)
-        positions = encoder.config.max_position_embeddings
+        positions = artifact.config.max_position_embeddings
         length = sequence_length or spec.max_seq_length or min(MAX_SEQUENCE_LENGTH, positions)
-        if not isinstance(length, int) or not 3 <= length <= positions:
+        if isinstance(length, bool) or not isinstance(length, int) or not 3 <= length <= positions:
             raise ArgumentError(f"sequence_length must be an integer from 3 to the model's "
                                 f"{positions} positions, got {length!r}.",
                                 field="sequence_length")
+        encoder = artifact.load_encoder(dtype=dtype)
         model = cls(encoder, pooling=spec.pooling,
                     dense=[{"units": d.units, "activation": d.activation,
                             "use_bias": d.bias is not None} for d in spec.dense],
@@ -226,6 +218,17 @@ class BertTextEmbedder(TaskModel):
         else:
             raise ArgumentError(f"unknown similarity {function!r}.", field="similarity_fn_name")
         return out.astype(np.float32)
+
+
+def _saved(cls, model, source, truncate_dim):
+    """A saved `.keras` embedder (with its preprocessor), `truncate_dim` set if given."""
+    if not isinstance(model, cls) or model.preprocessor is None:
+        raise ArgumentError(f"{source!r} holds a {type(model).__name__}"
+                            + (" without a preprocessor" if isinstance(model, cls) else "")
+                            + f", not a {cls.__name__} that reads text.", field="source")
+    if truncate_dim is not None:
+        model.truncate_dim = _checked_dim(truncate_dim)
+    return model
 
 
 def _checked_dim(truncate_dim):
