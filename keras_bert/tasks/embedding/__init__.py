@@ -3,6 +3,7 @@
 - `model`: `BertTextEmbedder`, texts -> one vector each (`encode`, `encode_query`,
   `encode_documents`, `similarity`), from a sentence-transformers folder (its modules)
   or any BERT checkpoint (mean pooling + normalize);
+- `encoding`: `encode`'s loop (sort by length, batch, one trace, input order back);
 - `layers`: the Keras layers after the encoder: `SentencePooling` (every pooling mode of
   sentence-transformers), `L2Normalize`;
 - `task`: `SentenceEmbeddingTask`, texts -> features (a `--task` name for saved models
