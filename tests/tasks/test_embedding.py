@@ -5,6 +5,7 @@ the installed all-MiniLM-L6-v2 folder and copies of it with other modules."""
 import json
 import os
 
+import checkpoint_names_support as support
 import keras
 import numpy as np
 import pytest
@@ -173,3 +174,20 @@ def test_save_and_load_give_equal_embeddings(shipped, sentences, tmp_path):
     np.testing.assert_array_equal(loaded.encode(sentences), shipped.encode(sentences))
     again = keras_bert.BertTextEmbedder.from_preset(path, truncate_dim=16)
     assert again.encode(sentences[:2]).shape == (2, 16)
+
+
+hf_cache = support.hf_cache
+
+
+def test_an_hf_name_follows_the_cached_folders_modules(hf_cache, refs, sentences, tmp_path):
+    # hf://ORG/NAME resolves to its snapshot, whose 1_Pooling/config.json (fetched with
+    # the folder's files, remote.SENTENCE_TRANSFORMERS_FILES) says cls.
+    folder = _copy(minilm_path(), tmp_path, "cls", pooling={"pooling_mode_cls_token": True})
+    repo = hf_cache / "models--org--minilm-cls"
+    os.makedirs(repo / "refs")
+    (repo / "refs" / "main").write_text(support.MAIN_COMMIT)
+    os.makedirs(repo / "snapshots")
+    os.symlink(folder, repo / "snapshots" / support.MAIN_COMMIT)
+    model = keras_bert.BertTextEmbedder.from_preset("hf://org/minilm-cls")
+    assert model.pooling == ["cls"]
+    assert np.abs(model.encode(sentences[:8]) - refs["cls"][:8]).max() < TOLERANCE
