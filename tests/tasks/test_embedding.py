@@ -191,3 +191,15 @@ def test_an_hf_name_follows_the_cached_folders_modules(hf_cache, refs, sentences
     model = keras_bert.BertTextEmbedder.from_preset("hf://org/minilm-cls")
     assert model.pooling == ["cls"]
     assert np.abs(model.encode(sentences[:8]) - refs["cls"][:8]).max() < TOLERANCE
+
+
+def test_export_serves_the_embedding_in_a_process_with_tensorflow_only(shipped, refs,
+                                                                       sentences, tmp_path):
+    from clean_process import run_clean_process
+
+    version = shipped.export(str(tmp_path / "embedder"), warmup=False)
+    report, out = run_clean_process(
+        tmp_path, {"text": [version, "serve_text", ["text"]]},
+        {"text|text": np.array(sentences, dtype=object)})
+    assert report == {"blocked": True, "keras_bert_modules": []}
+    assert np.abs(out["text|embedding"] - refs["mean"]).max() < TOLERANCE

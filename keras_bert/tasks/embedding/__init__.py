@@ -6,6 +6,7 @@
 - `encoding`: `encode`'s loop (sort by length, batch, one trace, input order back);
 - `layers`: the Keras layers after the encoder: `SentencePooling` (every pooling mode of
   sentence-transformers), `L2Normalize`;
+- `serving`: `EmbeddingServing`, what export serves (`embedding`);
 - `task`: `SentenceEmbeddingTask`, texts -> features (a `--task` name for saved models
   only: it has no benchmark files to fine-tune on).
 """

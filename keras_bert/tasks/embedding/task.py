@@ -54,6 +54,12 @@ class SentenceEmbeddingTask(Task):
                         example_index=np.arange(len(examples)),
                         extra={TRUNCATED_TOKENS: np.asarray(dropped, np.int64)})
 
+    def serving(self, settings: FeatureSettings):
+        """What export serves of an embedder: `embedding` [batch, width]."""
+        from keras_bert.tasks.embedding.serving import EmbeddingServing
+
+        return EmbeddingServing()
+
     def build_model(self, encoder, **kwargs):
         from keras_bert.tasks.registry import task_model_class
 
