@@ -203,3 +203,22 @@ def test_export_serves_the_embedding_in_a_process_with_tensorflow_only(shipped, 
         {"text|text": np.array(sentences, dtype=object)})
     assert report == {"blocked": True, "keras_bert_modules": []}
     assert np.abs(out["text|embedding"] - refs["mean"]).max() < TOLERANCE
+
+
+def test_encode_after_quantize_uses_the_quantized_weights():
+    # encode's trace is kept on the model; quantize replaces the variables it held.
+    from keras_bert.tasks.embedding.task import SentenceEmbeddingTask
+    from keras_bert.tasks.keras_face import TextPreprocessor
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "movie"]
+    encoder = keras_bert.BertEncoder(keras_bert.BertConfig.from_preset("tiny", vocab_size=8))
+    model = keras_bert.BertTextEmbedder(encoder, preprocessor=TextPreprocessor.for_task(
+        SentenceEmbeddingTask(), vocab, sequence_length=16))
+    texts = ["good movie", "bad bad movie"]
+    before = model.encode(texts)
+    model.quantize("int8")
+    after = model.encode(texts)
+    features = model.preprocessor.features(texts)
+    want = np.asarray(model(features.inputs))
+    assert np.abs(after - before).max() > 1e-6  # not the float trace
+    np.testing.assert_allclose(after, want, atol=1e-5)

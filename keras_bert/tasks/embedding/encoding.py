@@ -19,16 +19,19 @@ from keras_bert.tasks.text_inputs import positive_int
 
 def forward_function(model):
     """`model`'s forward pass as a `tf.function` over any [batch, seq] (one trace),
-    kept on the model."""
-    forward = getattr(model, "_encode_forward", None)
-    if forward is None:
-        spec = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+    kept on the model until its variables change (`quantize`, `enable_lora`: a trace
+    holds the variables it was made with)."""
+    variables = tuple(id(v) for v in model.weights)
+    kept = getattr(model, "_encode_forward", None)
+    if kept is not None and kept[0] == variables:
+        return kept[1]
+    spec = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
 
-        @tf.function(input_signature=[spec], autograph=False)
-        def forward(inputs):
-            return tf.cast(model(inputs, training=False), tf.float32)
+    @tf.function(input_signature=[spec], autograph=False)
+    def forward(inputs):
+        return tf.cast(model(inputs, training=False), tf.float32)
 
-        object.__setattr__(model, "_encode_forward", forward)  # not tracked by Keras
+    object.__setattr__(model, "_encode_forward", (variables, forward))  # not tracked by Keras
     return forward
 
 
