@@ -172,8 +172,9 @@ def test_save_and_load_give_equal_embeddings(shipped, sentences, tmp_path):
     assert type(loaded) is keras_bert.BertTextEmbedder
     assert loaded.preprocessor.sequence_length == 256
     np.testing.assert_array_equal(loaded.encode(sentences), shipped.encode(sentences))
-    again = keras_bert.BertTextEmbedder.from_preset(path, truncate_dim=16)
+    again = keras_bert.BertTextEmbedder.from_preset(path, truncate_dim=16, sequence_length=8)
     assert again.encode(sentences[:2]).shape == (2, 16)
+    assert again.preprocessor.sequence_length == 8
 
 
 hf_cache = support.hf_cache

@@ -127,7 +127,7 @@ class BertTextEmbedder(TaskModel):
             artifact = open_artifact(source, vocab_file=vocab_file, lower_case=lower_case,
                                      keras_files=True)
             if artifact.kind == "keras_file":
-                return _saved(cls, artifact.load(), source, truncate_dim)
+                return _saved(cls, artifact.load(), source, truncate_dim, sequence_length)
             if artifact.kind == "finetuning_run":
                 raise ArgumentError(f"{source!r} is a fine-tuning run, not an encoder or a "
                                     "sentence-transformers folder.", field="source")
@@ -135,11 +135,8 @@ class BertTextEmbedder(TaskModel):
                                             normalize=True)
         artifact.check_vocab()
         positions = artifact.config.max_position_embeddings
-        length = sequence_length or spec.max_seq_length or min(MAX_SEQUENCE_LENGTH, positions)
-        if isinstance(length, bool) or not isinstance(length, int) or not 3 <= length <= positions:
-            raise ArgumentError(f"sequence_length must be an integer from 3 to the model's "
-                                f"{positions} positions, got {length!r}.",
-                                field="sequence_length")
+        length = _checked_length(sequence_length or spec.max_seq_length
+                                 or min(MAX_SEQUENCE_LENGTH, positions), positions)
         encoder = artifact.load_encoder(dtype=dtype)
         model = cls(encoder, pooling=spec.pooling,
                     dense=[{"units": d.units, "activation": d.activation,
@@ -220,15 +217,29 @@ class BertTextEmbedder(TaskModel):
         return out.astype(np.float32)
 
 
-def _saved(cls, model, source, truncate_dim):
-    """A saved `.keras` embedder (with its preprocessor), `truncate_dim` set if given."""
+def _saved(cls, model, source, truncate_dim, sequence_length):
+    """A saved `.keras` embedder (with its preprocessor), `truncate_dim` and
+    `sequence_length` set if given."""
+    import dataclasses
+
     if not isinstance(model, cls) or model.preprocessor is None:
         raise ArgumentError(f"{source!r} holds a {type(model).__name__}"
                             + (" without a preprocessor" if isinstance(model, cls) else "")
                             + f", not a {cls.__name__} that reads text.", field="source")
     if truncate_dim is not None:
-        model.truncate_dim = _checked_dim(truncate_dim)
+        model.truncate_dim = truncate_dim
+    if sequence_length is not None:
+        _checked_length(sequence_length, model.encoder.config.max_position_embeddings)
+        model.preprocessor.settings = dataclasses.replace(model.preprocessor.settings,
+                                                          max_seq_length=sequence_length)
     return model
+
+
+def _checked_length(length, positions: int) -> int:
+    if isinstance(length, bool) or not isinstance(length, int) or not 3 <= length <= positions:
+        raise ArgumentError(f"sequence_length must be an integer from 3 to the model's "
+                            f"{positions} positions, got {length!r}.", field="sequence_length")
+    return length
 
 
 def _checked_dim(truncate_dim):
