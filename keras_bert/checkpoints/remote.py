@@ -7,7 +7,8 @@ without a network.
 `loading` take; a local path (or a `gs://`-style one) passes through unchanged, and a
 local path wins over a release name of the same spelling.
 
-- Hugging Face: only the files keras_bert reads (`HF_FILES`) are fetched, through
+- Hugging Face: only the files keras_bert reads (`HF_FILES`, and a sentence-transformers
+  folder's `SENTENCE_TRANSFORMERS_FILES`) are fetched, through
   `huggingface_hub.snapshot_download` into its own cache, so `HF_HOME`, `HF_HUB_OFFLINE`,
   `HF_TOKEN` and revision pins behave as they do for every Hugging Face library; a repo
   whose config.json names another `model_type` than "bert" is refused before its weights
@@ -52,6 +53,11 @@ HF_WEIGHTS = "model.safetensors"
 # torch, so no pytorch_model.bin), the vocab and the casing (`checkpoint_lower_case`).
 HF_FILES = (HF_CONFIG, HF_WEIGHTS, VOCAB_FILE, "tokenizer_config.json",
             "special_tokens_map.json")
+# What else is fetched: a sentence-transformers folder's modules and settings, its
+# modules' configs and Dense weights (`checkpoints.sentence_transformers`; patterns).
+SENTENCE_TRANSFORMERS_FILES = ("modules.json", "sentence_bert_config.json",
+                               "config_sentence_transformers.json", "*/config.json",
+                               "*/model.safetensors")
 # The model_type of the architectures the Hugging Face reader takes (BertConfig.from_hf_dict).
 HF_MODEL_TYPES = ("bert",)
 
@@ -185,7 +191,8 @@ def _fetch_hf(name: str) -> str:
         config_only = _hf_snapshot(name, repo_id, revision, [HF_CONFIG])
         _check_bert_config(name, os.path.join(config_only, HF_CONFIG))
         commit = os.path.basename(os.path.normpath(config_only))
-        directory = _hf_snapshot(name, repo_id, commit, list(HF_FILES), config_only)
+        directory = _hf_snapshot(name, repo_id, commit,
+                                 list(HF_FILES + SENTENCE_TRANSFORMERS_FILES), config_only)
     if not os.path.isfile(os.path.join(directory, HF_WEIGHTS)):
         raise CheckpointError(
             f"{name} has no {HF_WEIGHTS}, the only weights file keras_bert reads (no "

@@ -20,7 +20,9 @@ The kinds (`KINDS`) and their outputs:
   character offsets;
 * multiple choice (`keras_bert.tasks.multiple_choice.serving`): ids [batch, choices,
   seq] give `logits` and `probabilities` [batch, choices] and `label`, the int32 index
-  of the best choice.
+  of the best choice;
+* embedding (`keras_bert.tasks.embedding.serving`): `embedding` [batch, width], a
+  sentence embedder's vector (pooling, Dense and Normalize inside the model).
 
 The checks that turn the raw text inputs into batches of strings (a bad rank or batch
 size is INVALID_ARGUMENT naming the input) are here too."""

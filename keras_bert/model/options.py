@@ -1,5 +1,6 @@
 """What `keras-bert encode` is asked for, declared once (`EncodeOptions`): the sentences'
-file, the encoder and its vocab, the length, the pooling of token vectors into one, the
+file, the encoder and its vocab, the length, the pooling of token vectors into one (by
+default the model's own: `keras_bert.BertTextEmbedder`), the
 batch and the precision, and where the embeddings go; the command builds its flags from
 these declarations (`keras_bert.core.checks.option`)."""
 
@@ -26,12 +27,15 @@ class EncodeOptions:
     do_lower_case: bool | None = option(
         None, "lower-case and strip accents; auto reads the model's tokenizer_config.json, "
         "else assumes uncased")
-    max_seq_length: int = option(
-        128, "tokens per sentence, [CLS]/[SEP] included; longer sentences are truncated, "
-        "with a note (default: %(default)s)", at_least=1)
-    pooling: str = option(
-        "mean", "mean of real tokens (sentence-transformers), the [CLS] vector, or the tanh "
-        "pooler output", choices=POOLINGS)
+    max_seq_length: int | None = option(
+        None, "tokens per sentence, [CLS]/[SEP] included; longer sentences are truncated, "
+        "with a note (default: a sentence-transformers folder's max_seq_length, else "
+        "min(512, the model's positions))", at_least=1)
+    pooling: str | None = option(
+        None, "override the model's pooling: the mean of real tokens, the [CLS] vector, or "
+        "the tanh pooler output, unnormalized (default: what a sentence-transformers "
+        "folder's modules say, pooling, Dense and Normalize, else mean + normalize)",
+        choices=POOLINGS)
     batch_size: int = option(32, "sentences per forward pass (default: %(default)s)",
                              at_least=1)
     precision: str = option(

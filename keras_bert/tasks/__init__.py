@@ -10,7 +10,10 @@ task model (`model.py`, with the raw-text face):
   tasks, serving a label per word; `BertTokenClassifier`, `BertNerTagger`,
   `BertFeatureBasedTagger`;
 - `multiple_choice/`: SWAG: the task, the blank-ending rule, serving;
-  `BertMultipleChoice`.
+  `BertMultipleChoice`;
+- `embedding/`: sentence embeddings as sentence-transformers computes them (its folders'
+  modules: pooling, Dense, Normalize, prompts, similarity); `BertTextEmbedder` (`model`),
+  its layers (`layers`), the fast `encode` (`encoding`) and `SentenceEmbeddingTask`.
 
 Shared by the families:
 

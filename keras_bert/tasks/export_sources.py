@@ -72,6 +72,7 @@ _SERVINGS = {
     "span_labeler": ("keras_bert.tasks.squad.serving", "SpanServing"),
     "tagger": ("keras_bert.tasks.tagging.serving", "TaggerServing"),
     "multiple_choice": ("keras_bert.tasks.multiple_choice.serving", "ChoiceServing"),
+    "embedding": ("keras_bert.tasks.embedding.serving", "EmbeddingServing"),
 }
 # The model kinds an export can hold (the model card's `kind`).
 KINDS = tuple(_SERVINGS)

@@ -136,7 +136,7 @@ def task_model_class(family: str, name: str) -> type:
     return getattr(importlib.import_module(FAMILY_MODELS_MODULE.format(family=family)), name)
 
 
-MODEL_FAMILIES = ("glue", "squad", "tagging", "multiple_choice")
+MODEL_FAMILIES = ("glue", "squad", "tagging", "multiple_choice", "embedding")
 
 
 def register_task_models() -> None:

@@ -8,6 +8,7 @@ Example:
 ['BertNerTagger']
 """
 
+from keras_bert.tasks.embedding.model import BertTextEmbedder
 from keras_bert.tasks.glue.model import BertClassifier
 from keras_bert.tasks.multiple_choice.model import BertMultipleChoice
 from keras_bert.tasks.squad.model import BertSpanLabeler
@@ -20,5 +21,5 @@ from keras_bert.tasks.tagging.model import (
 from keras_bert.tasks.task_model import BertFeatureExtractor, TaskModel
 
 __all__ = ["BertClassifier", "BertFeatureBasedTagger", "BertFeatureExtractor",
-           "BertMultipleChoice", "BertNerTagger", "BertSpanLabeler", "BertTokenClassifier",
-           "MaskedTokenAccuracy", "TaskModel"]
+           "BertMultipleChoice", "BertNerTagger", "BertSpanLabeler", "BertTextEmbedder",
+           "BertTokenClassifier", "MaskedTokenAccuracy", "TaskModel"]

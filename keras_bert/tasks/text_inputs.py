@@ -42,7 +42,8 @@ ID_KEYS = ("input_word_ids", "input_ids", "token_ids")
 FAMILY_MODELS = {"glue": ("BertClassifier", "a classifier"),
                  "squad": ("BertSpanLabeler", "a span labeler (extractive QA)"),
                  "tagging": ("BertTokenClassifier", "a tagger"),
-                 "multiple_choice": ("BertMultipleChoice", "a multiple-choice model")}
+                 "multiple_choice": ("BertMultipleChoice", "a multiple-choice model"),
+                 "embedding": ("BertTextEmbedder", "a text embedder")}
 LABEL_HINTS = {
     "glue": "one label per text: a label name or a class index (a number for regression)",
     "squad": "per question its answer: a text of its context, {'text': ..., "

@@ -78,6 +78,26 @@ def test_encode_command_writes_npy(tmp_path, capsys):
     assert [p.name for p in tmp_path.iterdir()] == ["emb.npy"]
 
 
+def test_encode_follows_the_folders_modules_as_sentence_transformers(tmp_path, capsys):
+    # keras-bert encode --input_file F --model M --output E.npy: the folder's mean pooling
+    # and Normalize at its max_seq_length (256), equal to sentence-transformers' encode.
+    refs = np.load(os.path.join(REPO, "tests", "fixtures", "embeddings", "minilm_refs.npz"))
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("\n".join(str(s) for s in refs["sentences"]) + "\n", encoding="utf-8")
+    out = tmp_path / "embeddings.npy"
+    assert main(["encode", "--input_file", str(sentences), "--model", minilm_path(),
+                 "--output", str(out), "--noprogress"]) == 0
+    assert "40 x 384 (mean, normalized pooling)" in capsys.readouterr().out
+    assert np.abs(np.load(out) - refs["mean"]).max() < 1e-5
+    # --pooling overrides the folder: the plain mean, unnormalized.
+    assert main(["encode", "--input_file", str(sentences), "--model", minilm_path(),
+                 "--output", str(out), "--pooling", "mean", "--noprogress"]) == 0
+    plain = np.load(out)
+    assert np.abs(np.linalg.norm(plain, axis=1) - 1).max() > 0.1
+    unit = plain / np.linalg.norm(plain, axis=1, keepdims=True)
+    assert np.abs(unit - refs["mean"]).max() < 1e-5
+
+
 def test_encode_errors(tmp_path, capsys):
     # A user mistake is exit code 2 with one line on stderr, like every other command.
     assert main(["encode", "--model", str(tmp_path)]) == 2

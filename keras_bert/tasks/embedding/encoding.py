@@ -1,0 +1,83 @@
+"""`BertTextEmbedder.encode`: texts -> embeddings the way sentence-transformers' `encode`
+computes them, fast: the texts are tokenized at once (TensorFlow ops), sorted by length,
+batched, each batch cut to its longest sequence (`feature_dataset` with
+`length_order`), run through one `tf.function` traced once for every batch shape, and
+put back in input order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert.core.errors import ArgumentError
+from keras_bert.tasks.base import INPUT_NAMES, feature_dataset, length_order
+from keras_bert.tasks.common import text_list
+from keras_bert.tasks.keras_face import preprocessor_of
+from keras_bert.tasks.text_inputs import positive_int
+
+
+def forward_function(model):
+    """`model`'s forward pass as a `tf.function` over any [batch, seq] (one trace),
+    kept on the model until its variables change (`quantize`, `enable_lora`: a trace
+    holds the variables it was made with)."""
+    variables = tuple(id(v) for v in model.weights)
+    kept = getattr(model, "_encode_forward", None)
+    if kept is not None and kept[0] == variables:
+        return kept[1]
+    spec = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+
+    @tf.function(input_signature=[spec], autograph=False)
+    def forward(inputs):
+        return tf.cast(model(inputs, training=False), tf.float32)
+
+    object.__setattr__(model, "_encode_forward", (variables, forward))  # not tracked by Keras
+    return forward
+
+
+def prompt_text(model, prompt_name, prompt) -> str:
+    """The prefix `encode` puts before each text."""
+    if prompt is not None:
+        if prompt_name is not None:
+            raise ArgumentError("give prompt or prompt_name, not both.", field="prompt")
+        if not isinstance(prompt, str):
+            raise ArgumentError(f"prompt must be a string, got {prompt!r}.", field="prompt")
+        return prompt
+    name = prompt_name if prompt_name is not None else model.default_prompt_name
+    if name is None:
+        return ""
+    if name not in model.prompts:
+        raise ArgumentError(f"prompt_name {name!r} is not one of the model's prompts "
+                            f"{sorted(model.prompts) or '(none)'}.", field="prompt_name")
+    return model.prompts[name]
+
+
+def encode(model, texts, batch_size=32, *, prompt_name=None, prompt=None, truncate_dim=None,
+           normalize_embeddings=False) -> np.ndarray:
+    """See `BertTextEmbedder.encode`."""
+    batch_size = positive_int(batch_size, "batch_size", optional=False)
+    preprocessor = preprocessor_of(model)
+    single = isinstance(texts, str)
+    if isinstance(texts, np.ndarray):
+        texts = [t.decode("utf-8") if isinstance(t, bytes) else t for t in texts.tolist()]
+    texts = text_list(texts, "texts")
+    if not texts:
+        raise ArgumentError("texts is empty.", field="texts")
+    prefix = prompt_text(model, prompt_name, prompt)
+    if prefix:
+        texts = [prefix + t for t in texts]
+    features = preprocessor.features(texts)
+    order = length_order(features)
+    forward = forward_function(model)
+    rows = [forward(batch).numpy() for batch in
+            feature_dataset(features, batch_size, with_labels=False, order=order)]
+    inverse = np.empty(len(order), np.int64)
+    inverse[order] = np.arange(len(order))
+    out = np.concatenate(rows)[inverse]
+    dim = truncate_dim if truncate_dim is not None else model.truncate_dim
+    if dim is not None:
+        out = out[:, :positive_int(dim, "truncate_dim", optional=False)]
+    if normalize_embeddings:
+        out = out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-12)
+    out = np.ascontiguousarray(out, np.float32)
+    return out[0] if single else out
