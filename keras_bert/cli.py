@@ -18,6 +18,8 @@ import sys
 COMMANDS = {
     "encode": ("keras_bert.pipelines.encode",
                "encode sentences with a preset or loaded BERT encoder"),
+    "search": ("keras_bert.pipelines.search",
+               "find the corpus lines nearest each query by their sentence embeddings"),
     "vocab": ("keras_bert.pipelines.vocab", "learn a WordPiece vocab.txt from a text corpus"),
     "create-pretraining-data": ("keras_bert.pipelines.create_pretraining_data",
                                 "write masked-LM/NSP TFRecords from raw text"),
