@@ -146,8 +146,6 @@ def open_index(index_dir: str, identity: dict, kind: str = "exact") -> CorpusInd
 def search(index: CorpusIndex, queries: np.ndarray, top_k: int):
     """(scores [q, k], ids [q, k]) of the `top_k` corpus lines nearest each query
     vector, best first (k = min(top_k, searchable lines)); ids are corpus line numbers."""
-    from keras_bert.tasks.embedding.model import BertTextEmbedder
-
     if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
         raise ArgumentError(f"top_k must be a positive integer, got {top_k!r}.", field="top_k")
     queries = np.atleast_2d(np.asarray(queries, np.float32))
@@ -155,11 +153,15 @@ def search(index: CorpusIndex, queries: np.ndarray, top_k: int):
     if index.library_index is not None:
         scores, rows = index.library_index.search(_for_library(queries, index.similarity), k)
         return scores, index.ids[rows]
+    product = index.similarity in ("cosine", "dot")
+    if product:  # one float32 matrix product a chunk (cosine: of unit vectors)
+        queries = _for_library(queries, index.similarity)
+        corpus = _for_library(index.embeddings, index.similarity)
     scores = np.empty((len(queries), 0), np.float32)
     rows = np.empty((len(queries), 0), np.int64)
     for start in range(0, len(index.ids), _CHUNK):
-        chunk = BertTextEmbedder.similarity_of(queries, index.embeddings[start:start + _CHUNK],
-                                               index.similarity)
+        chunk = (queries @ corpus[start:start + _CHUNK].T if product else
+                 _similarity(queries, index.embeddings[start:start + _CHUNK], index.similarity))
         scores = np.concatenate([scores, chunk], axis=1)
         rows = np.concatenate([rows, np.broadcast_to(
             np.arange(start, start + chunk.shape[1]), chunk.shape)], axis=1)
@@ -169,6 +171,13 @@ def search(index: CorpusIndex, queries: np.ndarray, top_k: int):
             rows = np.take_along_axis(rows, best, 1)
     order = np.lexsort((rows, -scores), axis=1)  # best first, ties by line number
     return np.take_along_axis(scores, order, 1), index.ids[np.take_along_axis(rows, order, 1)]
+
+
+def _similarity(a, b, function):
+    """Euclidean and manhattan scores, as the model computes them (imports Keras)."""
+    from keras_bert.tasks.embedding.model import BertTextEmbedder
+
+    return BertTextEmbedder.similarity_of(a, b, function)
 
 
 def _check_kind(kind: str, similarity: str) -> None:
