@@ -6,11 +6,10 @@ recall@1 against exact (docs/embedding.md, "Search"). One JSON line to stdout.
 """
 
 import argparse
-import json
-import subprocess
 import time
 
 import numpy as np
+from harness import emit, machine, versions
 
 from keras_bert.tasks.embedding.index import CorpusIndex, _library_index, search
 
@@ -49,18 +48,8 @@ def main():
             results[f"{name}/{kind}"] = {
                 "build_s": round(build, 4), "query_s": round(query, 4),
                 "recall_at_1": float((top[:, 0] == exact_top[:, 0]).mean())}
-    import faiss
-
-    print(json.dumps({"n": args.n, "dim": args.dim, "queries": args.queries,
-                      "top_k": args.top_k, "faiss": faiss.__version__,
-                      "numpy": np.__version__, "cpu": _cpu(),
-                      "results": results}))
-
-
-def _cpu() -> str:
-    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    return next((line.split(":", 1)[1].strip() for line in out.splitlines()
-                 if line.startswith("Model name")), "?")
+    emit({"n": args.n, "dim": args.dim, "queries": args.queries, "top_k": args.top_k,
+          **versions("faiss-cpu", "numpy"), **machine(), "results": results})
 
 
 if __name__ == "__main__":

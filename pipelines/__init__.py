@@ -1,6 +1,6 @@
 """Runnable jobs, thin over the library; each is also a `keras-bert` subcommand.
 
-The commands, one module each at the top: `encode`, `vocab`, `create_pretraining_data`,
+The commands, one module each at the top: `encode`, `search`, `vocab`, `create_pretraining_data`,
 `pretrain`, `finetune`, `evaluate`, `predict`, `export`; `draw/` holds the two that draw,
 `attention` and `plot`. Their flags are made from the options dataclasses the library
 declares (`plumbing.add_options`). Two rooms hold the rest:
