@@ -11,7 +11,7 @@ import time
 import numpy as np
 from harness import emit, machine, versions
 
-from keras_bert.tasks.embedding.index import CorpusIndex, _library_index, search
+from keras_bert.tasks.embedding.index import CorpusIndex, library_index_of, search
 
 
 def main():
@@ -37,7 +37,7 @@ def main():
         for kind in ("exact", "faiss_flat", "faiss_hnsw"):
             index = CorpusIndex(corpus, ids, {"index_kind": kind, "similarity": "cosine"})
             start = time.perf_counter()
-            index.library_index = _library_index(index)
+            index.library_index = library_index_of(index)
             build = time.perf_counter() - start
             search(index, queries[:10], args.top_k)  # warm
             start = time.perf_counter()

@@ -47,7 +47,7 @@ def _lines(path: str, what: str) -> list[str]:
 
 def run(args) -> int:
     from keras_bert.core.fileio import atomic_write, json_text
-    from keras_bert.pipelines.encode import _default_model
+    from keras_bert.pipelines.encode import default_model
     from keras_bert.tasks.embedding import index as corpus_index
     from keras_bert.tasks.embedding.model import BertTextEmbedder
 
@@ -61,10 +61,10 @@ def run(args) -> int:
     if blank is not None:
         raise DataError("--queries: the line is blank; remove it (every query line gets "
                         "one output line).", path=args.queries, line=blank + 1)
-    model = args.model or _default_model()
+    model = args.model or default_model()
     resolve_model(model, None, None, args.max_seq_length, finetuning_runs=False)
     if args.index_kind != "exact":
-        corpus_index._faiss()  # installed? (before any weights load)
+        corpus_index.require_faiss()  # installed? (before any weights load)
     embedder = BertTextEmbedder.from_preset(model, sequence_length=args.max_seq_length)
     identity = corpus_index.corpus_identity(model, args.corpus,
                                             embedder.preprocessor.sequence_length)

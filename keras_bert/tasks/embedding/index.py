@@ -91,8 +91,6 @@ def build_index(embedder, lines: list[str], index_dir: str | None, identity: dic
     """Encodes the non-blank `lines` (`encode_documents`: the folder's document prompt
     if it has one) and writes the index to `index_dir` (None: kept in memory only).
     `identity` is `corpus_identity`'s."""
-    import keras_bert
-
     _check_kind(kind, embedder.similarity_fn_name)
     ids = np.array([i for i, line in enumerate(lines) if line.strip()], np.int64)
     if not len(ids):
@@ -103,9 +101,9 @@ def build_index(embedder, lines: list[str], index_dir: str | None, identity: dic
                 "normalized": bool(np.allclose(np.linalg.norm(vectors, axis=1), 1.0,
                                                atol=1e-3)),
                 "similarity": embedder.similarity_fn_name, "index_kind": kind,
-                "library": _library(kind), "keras_bert_version": keras_bert.__version__}
+                "library": _library(kind), "keras_bert_version": _package_version()}
     index = CorpusIndex(vectors, ids, manifest)
-    index.library_index = _library_index(index)
+    index.library_index = library_index_of(index)
     if index_dir is not None:
         _write(index, index_dir, overwrite)
     return index
@@ -137,9 +135,9 @@ def open_index(index_dir: str, identity: dict, kind: str = "exact") -> CorpusInd
     index = CorpusIndex(embeddings, ids, dict(manifest, index_kind=kind, library=_library(kind)))
     stored = os.path.join(index_dir, "index.faiss")
     if kind != "exact" and manifest["index_kind"] == kind and os.path.isfile(stored):
-        index.library_index = _faiss().read_index(stored)
+        index.library_index = require_faiss().read_index(stored)
     else:
-        index.library_index = _library_index(index)
+        index.library_index = library_index_of(index)
     return index
 
 
@@ -193,10 +191,20 @@ def _check_kind(kind: str, similarity: str) -> None:
 def _library(kind: str) -> str:
     if kind == "exact":
         return "numpy " + np.__version__
-    return "faiss-cpu " + getattr(_faiss(), "__version__", "?")
+    return "faiss-cpu " + getattr(require_faiss(), "__version__", "?")
 
 
-def _faiss():
+def _package_version() -> str | None:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("keras_bert")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout
+        return None
+
+
+def require_faiss():
+    """The faiss module; `InputNotFoundError` saying how to install it."""
     try:
         import faiss
     except ImportError:
@@ -214,12 +222,12 @@ def _for_library(vectors: np.ndarray, similarity: str) -> np.ndarray:
     return np.ascontiguousarray(vectors)
 
 
-def _library_index(index: CorpusIndex):
+def library_index_of(index: CorpusIndex):
     """The faiss index of `index`'s kind over its embeddings (None for exact)."""
     kind = index.manifest["index_kind"]
     if kind == "exact":
         return None
-    faiss = _faiss()
+    faiss = require_faiss()
     dim = index.embeddings.shape[1]
     if kind == "faiss_flat":
         library_index = faiss.IndexFlatIP(dim)
@@ -237,7 +245,7 @@ def _write(index: CorpusIndex, index_dir: str, overwrite: bool) -> None:
         np.save(os.path.join(tmp, "embeddings.npy"), index.embeddings.astype(np.float32))
         np.save(os.path.join(tmp, "ids.npy"), index.ids)
         if index.library_index is not None:
-            _faiss().write_index(index.library_index, os.path.join(tmp, "index.faiss"))
+            require_faiss().write_index(index.library_index, os.path.join(tmp, "index.faiss"))
         write_json(os.path.join(tmp, MANIFEST), index.manifest)
 
     atomic_directory(index_dir, write, overwrite=overwrite)
