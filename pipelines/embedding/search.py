@@ -47,7 +47,7 @@ def _lines(path: str, what: str) -> list[str]:
 
 def run(args) -> int:
     from keras_bert.core.fileio import atomic_write, json_text
-    from keras_bert.pipelines.encode import default_model
+    from keras_bert.pipelines.embedding.encode import default_model
     from keras_bert.tasks.embedding import index as corpus_index
     from keras_bert.tasks.embedding.model import BertTextEmbedder
 
