@@ -61,6 +61,8 @@ def run(args) -> int:
     if blank is not None:
         raise DataError("--queries: the line is blank; remove it (every query line gets "
                         "one output line).", path=args.queries, line=blank + 1)
+    if args.index_dir and args.rebuild:
+        corpus_index.check_replaceable(args.index_dir)
     model = args.model or default_model()
     resolve_model(model, None, None, args.max_seq_length, finetuning_runs=False)
     if args.index_kind != "exact":

@@ -124,6 +124,21 @@ def test_another_corpus_or_model_is_refused_until_rebuild(tiny_model, tmp_path, 
     assert manifest["count"] == len(CORPUS) + 1
 
 
+def test_without_output_the_lines_go_to_stdout_and_rebuild_spares_other_folders(
+        tiny_model, tmp_path, capsys):
+    corpus, queries = _files(tmp_path)
+    argv = ["search", "--corpus", corpus, "--queries", queries, "--model", tiny_model,
+            "--top_k", "2", "--noprogress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert [json.loads(line)["query"] for line in out.splitlines()] == QUERIES
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "keep.txt").write_text("mine")
+    one_line_error([*argv, "--index_dir", str(tmp_path / "notes"), "--rebuild"], capsys,
+                   "no manifest.json", "new --index_dir")
+    assert os.listdir(tmp_path / "notes") == ["keep.txt"]
+
+
 @pytest.mark.parametrize("case", ["missing-corpus", "empty-corpus", "blank-corpus",
                                   "top-k-0", "blank-query", "output-is-corpus",
                                   "index-holds-corpus", "not-utf8"])

@@ -171,6 +171,16 @@ def search(index: CorpusIndex, queries: np.ndarray, top_k: int):
     return np.take_along_axis(scores, order, 1), index.ids[np.take_along_axis(rows, order, 1)]
 
 
+def check_replaceable(index_dir: str) -> None:
+    """`OutputExistsError` unless `index_dir` is absent, empty or an index: a rebuild
+    replaces an index, never another folder."""
+    if os.path.isdir(index_dir) and os.listdir(index_dir) and not os.path.isfile(
+            os.path.join(index_dir, MANIFEST)):
+        raise OutputExistsError(f"--index_dir {index_dir!r} holds files but no {MANIFEST}: "
+                                "it is no index, and --rebuild replaces indexes only; use a "
+                                "new --index_dir.")
+
+
 def _similarity(a, b, function):
     """Euclidean and manhattan scores, as the model computes them (imports Keras)."""
     from keras_bert.tasks.embedding.model import BertTextEmbedder
@@ -241,6 +251,8 @@ def library_index_of(index: CorpusIndex):
 def _write(index: CorpusIndex, index_dir: str, overwrite: bool) -> None:
     from keras_bert.core.fileio import atomic_directory, write_json
 
+    if overwrite:
+        check_replaceable(index_dir)
     def write(tmp):
         np.save(os.path.join(tmp, "embeddings.npy"), index.embeddings.astype(np.float32))
         np.save(os.path.join(tmp, "ids.npy"), index.ids)
