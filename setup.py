@@ -39,6 +39,9 @@ EXTRAS = {
     "litert": ["ai-edge-litert"],
     # Reusing exported encoders with hub.KerasLayer (a tf_keras, i.e. Keras 2, layer).
     "hub": ["tensorflow-hub>=0.16.1", "tf-keras>=2.20,<2.22"],
+    # Vector search for `keras-bert search --index_kind faiss_flat|faiss_hnsw`
+    # (benchmarks/vector_search.py); the default exact search needs numpy only.
+    "search": ["faiss-cpu>=1.8"],
     # Attention heat maps and training curves (keras_bert.plotting; attention and plot).
     "plot": ["matplotlib"],
     # Everything `keras-bert demo` shows: its pictures and the export's warmup file.

@@ -1,9 +1,9 @@
 """The `keras-bert` command. Each subcommand is a module of `pipelines/` (installed as
-`keras_bert.pipelines`; `demo` the demo's folder, `attention` and `plot` in `draw/`) that
-defines `add_arguments(parser)` and `run(args) -> int` and whose docstring is the
-command's help; this file only dispatches. Exit codes and error reporting follow
-`keras_bert.pipelines.plumbing` (2 for a user mistake, 1 for a failure, `--debug` for the
-traceback)."""
+`keras_bert.pipelines`; `demo` the demo's folder, `encode` and `search` in `embedding/`,
+`attention` and `plot` in `draw/`) that defines `add_arguments(parser)` and
+`run(args) -> int` and whose docstring is the command's help; this file only dispatches.
+Exit codes and error reporting follow `keras_bert.pipelines.plumbing` (2 for a user
+mistake, 1 for a failure, `--debug` for the traceback)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,10 @@ import sys
 
 # subcommand -> (module, one-line help)
 COMMANDS = {
-    "encode": ("keras_bert.pipelines.encode",
+    "encode": ("keras_bert.pipelines.embedding.encode",
                "encode sentences with a preset or loaded BERT encoder"),
+    "search": ("keras_bert.pipelines.embedding.search",
+               "find the corpus lines nearest each query by their sentence embeddings"),
     "vocab": ("keras_bert.pipelines.vocab", "learn a WordPiece vocab.txt from a text corpus"),
     "create-pretraining-data": ("keras_bert.pipelines.create_pretraining_data",
                                 "write masked-LM/NSP TFRecords from raw text"),

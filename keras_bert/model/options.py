@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from keras_bert.core.checks import option
+from keras_bert.core.checks import REQUIRED, option
 from keras_bert.core.precision import PRECISIONS
 
 # How token vectors become a sentence's: the mean of its real tokens, [CLS]'s, the pooler's.
 POOLINGS = ("mean", "cls", "pooled")
+MODEL_HELP = ("checkpoint: Hugging Face or sentence-transformers dir, Google TF1 or "
+              "tf-models-official TF2 checkpoint, or keras_bert dir (default: the installed "
+              "MiniLM-L6-H384)")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -20,9 +23,7 @@ class EncodeOptions:
     """Sentences embedded by an encoder (the sentences themselves are arguments)."""
 
     input_file: str | None = option(None, "a text file with one sentence per line")
-    model: str | None = option(
-        None, "checkpoint: Hugging Face dir, Google TF1 or tf-models-official TF2 "
-        "checkpoint, or keras_bert dir (default: the installed MiniLM-L6-H384)")
+    model: str | None = option(None, MODEL_HELP)
     vocab_file: str | None = option(None, "vocab.txt (default: the one beside the model)")
     do_lower_case: bool | None = option(
         None, "lower-case and strip accents; auto reads the model's tokenizer_config.json, "
@@ -43,4 +44,37 @@ class EncodeOptions:
         "embeddings (faster on CPUs with AVX512-BF16 or AMX; embeddings within about 1e-3 "
         "cosine distance of float32's) (default: %(default)s)", choices=PRECISIONS)
     output: str | None = option(None, "write the embeddings [n, H] to this .npy file")
+    progress: bool = option(True, "show a progress bar")
+
+
+# How `keras-bert search` finds the nearest corpus lines (keras_bert.tasks.embedding.index):
+# exact numpy products, or faiss' exact (flat) or approximate (HNSW) inner-product index.
+INDEX_KINDS = ("exact", "faiss_flat", "faiss_hnsw")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SearchOptions:
+    """Queries searched in a corpus by their embeddings (`keras-bert search`)."""
+
+    corpus: str = option(REQUIRED, "UTF-8 text file, one text a line; a hit's id is its "
+                         "0-based line number (blank lines count but are not searchable)")
+    queries: str = option(REQUIRED, "UTF-8 text file, one query a line (no blank lines)")
+    top_k: int = option(10, "hits per query (fewer when the corpus has fewer lines)",
+                        at_least=1)
+    index_dir: str | None = option(
+        None, "folder keeping the corpus embeddings and a manifest: built on the first "
+        "run, reused while the corpus and model stay the same (default: none, the corpus "
+        "is encoded on every run)")
+    rebuild: bool = option(False, "replace an --index_dir made for another corpus or model")
+    index_kind: str = option(
+        "exact", "exact: numpy, every score; faiss_flat: faiss' exact index; faiss_hnsw: "
+        "faiss' approximate HNSW (both need pip install faiss-cpu)", choices=INDEX_KINDS)
+    model: str | None = option(None, MODEL_HELP)
+    max_seq_length: int | None = option(
+        None, "tokens per text, [CLS]/[SEP] included; longer texts are cut (default: a "
+        "sentence-transformers folder's max_seq_length, else min(512, the model's "
+        "positions))", at_least=1)
+    batch_size: int = option(32, "texts per forward pass", at_least=1)
+    output: str | None = option(
+        None, "write the hits here, one JSON line a query (default: print them)")
     progress: bool = option(True, "show a progress bar")

@@ -68,7 +68,8 @@ def run_command(prog: str, run: Callable[[argparse.Namespace], int | None],
 
 # The output flags every subcommand spells alike, checked before the subcommand runs:
 # flag destination -> what it names.
-OUTPUT_FLAGS = {"output_dir": "directory", "output": "file", "output_file": "file"}
+OUTPUT_FLAGS = {"output_dir": "directory", "output": "file", "output_file": "file",
+                "index_dir": "directory"}
 
 # The inputs subcommands read, by flag destination -> how its value names them
 # (`paths.input_paths`): "file", "directory", "checkpoint" (a checkpoint prefix by its
@@ -76,7 +77,8 @@ OUTPUT_FLAGS = {"output_dir": "directory", "output": "file", "output_file": "fil
 INPUT_FLAGS = {"data_dir": "directory", "tfds_data_dir": "directory", "input": "file",
                "input_file": "patterns", "vocab_file": "file", "config": "file",
                "checkpoint": "checkpoint", "init_checkpoint": "checkpoint",
-               "model": "checkpoint", "run_dir": "directory"}
+               "model": "checkpoint", "run_dir": "directory", "corpus": "file",
+               "queries": "file", "index_dir": "directory"}
 # Inputs that are positional arguments -> their name in messages (others: their flag).
 INPUT_ARGUMENTS = {"run_dir": "RUN_DIR"}
 # What a subcommand's output may share with an input on purpose: subcommand -> input
@@ -90,6 +92,8 @@ SHARED_INPUTS = {
     "evaluate": {"model": frozenset({"is", "inside"})},
     # Without --output_dir, plot writes into RUN_DIR/plots.
     "plot": {"run_dir": frozenset({"inside"})},
+    # search reads back the --index_dir it wrote.
+    "search": {"index_dir": frozenset({"is"})},
 }
 
 

