@@ -28,6 +28,28 @@ EXPORT_SECONDS = 120  # the longest a tiny export may take on a busy 2-core mach
 PROMPT_SECONDS = 8  # from the signal to the exit
 
 
+@pytest.fixture(autouse=True)
+def _interactive_sigint(monkeypatch):
+    """Each test as from a terminal: a process started in the background by a shell without
+    job control (`cmd &`) inherits SIGINT ignored, which keras-bert rightly keeps ignoring;
+    these tests send Ctrl-C, so the worker and its children take it as a terminal does."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    popen = subprocess.Popen
+
+    def interactive_popen(*args, **kwargs):
+        kwargs.setdefault("preexec_fn", lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        return popen(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", interactive_popen)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _env(**extra):
     return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **extra}
 
