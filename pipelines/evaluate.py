@@ -4,12 +4,16 @@
 files in the benchmark's layout (its dev split is read: GLUE dev.tsv, MNLI
 dev_matched.tsv and dev_mismatched.tsv, SQuAD dev-v1.1.json / dev-v2.0.json, CoNLL
 valid.txt, SWAG val.csv; your own data: classification dev.tsv or dev.csv, tagging
-dev.txt). metrics.json in --model is rewritten (atomically) with the
+dev.txt, embedding pairs dev.tsv or dev.csv). For the sentence-embedding tasks (--task
+sts: STS-B-style dev.tsv, Spearman of the cosine; --task embedding: your pairs, scored
+or by retrieval) --model may also be a sentence-transformers folder or any checkpoint. metrics.json in --model is rewritten (atomically) with the
 new scores; --output_dir writes it, and the dev predictions, elsewhere instead.
 
 Example:
 
     keras-bert evaluate --model runs/mrpc --task mrpc --data_dir glue/MRPC
+    keras-bert evaluate --task sts --model all-MiniLM-L6-v2/ --data_dir glue/STS-B \
+        --output_dir scores/
 """
 
 from __future__ import annotations
@@ -36,10 +40,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from keras_bert.core.run_files import METRICS
+    from keras_bert.tasks.finetuning.run_directory import scoring_model
     from keras_bert.tasks.finetuning import (
         TaskSource,
         dev_metrics,
-        load_finetuned,
         metrics_summary,
         prediction_file,
         score_split,
@@ -51,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output_dir:
         require_output_directory(args.output_dir, "--output_dir")
     with library_logging():
-        finetuned = load_finetuned(args.model, task=args.task)
+        finetuned = scoring_model(args.model, task=args.task)
         task = finetuned.task
         source = TaskSource(task, args.data_dir, args.tfds, args.tfds_data_dir)
         splits = []
@@ -70,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
         for split, examples, _ in splits:
             task.write_predictions(examples, results[split]["predictions"],
                                    os.path.join(args.output_dir, prediction_file(task, split)))
-    write_metrics(os.path.join(target, METRICS), metrics)
     print(f"{task.name} dev: {metrics_summary(task, metrics)}")
-    print(f"Metrics: {os.path.join(target, METRICS)}")
+    if args.output_dir or finetuned.record:  # a model that is no run is left as it is
+        write_metrics(os.path.join(target, METRICS), metrics)
+        print(f"Metrics: {os.path.join(target, METRICS)}")
     return 0

@@ -8,6 +8,9 @@ benchmark:
   v1.1 data it gives evaluate-v1.1.py's numbers).
 - `ner`: CoNLL-2003 NER (§5.3): `ner_span_metrics`, entity-level precision/recall/F1
   counted the way the conlleval script counts chunks.
+- `retrieval`: sentence embeddings, as sentence-transformers' evaluators compute them:
+  `sts_metrics` (Spearman and Pearson of the cosine with gold scores) and
+  `retrieval_metrics` (recall@1/5/10, MRR@10, nDCG@10 of a query-by-document matrix).
 
 Scales: every value is a fraction in [0, 1] (the papers print GLUE and NER scores
 multiplied by 100, but result files keep fractions), except the SQuAD scores, which

@@ -19,7 +19,7 @@ choices before it loads TensorFlow.
 
 `TASK_NAMES` lists the names by their `order` (then by registration): the nine GLUE
 tasks, squad1, squad2, ner, swag, then your own labelled data, `classification` and
-`tagging`. A name registered with `listed=False` (`library`, what old demo runs saved)
+`tagging`, then sentence embeddings: `embedding` (your own pairs) and `sts`. A name registered with `listed=False` (`library`, what old demo runs saved)
 opens saved runs but is not offered as a choice.
 """
 
@@ -104,7 +104,7 @@ def get_task(name: str) -> Task:
     >>> get_task("mrcp")
     Traceback (most recent call last):
     ...
-    keras_bert.core.errors.ArgumentError: unknown task 'mrcp'; choose one of cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, squad1, squad2, ner, swag, classification, tagging.
+    keras_bert.core.errors.ArgumentError: unknown task 'mrcp'; choose one of cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, squad1, squad2, ner, swag, classification, tagging, embedding, sts.
     """
     _discover()
     if name not in _TASKS:

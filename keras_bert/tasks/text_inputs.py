@@ -213,7 +213,7 @@ def checked_inputs(task: Task, x, y=None, *, method: str = "predict",
     family = getattr(task, "family", None)
     if family == "glue":
         _checked_pairs(x)
-    if labelled and y is None:
+    if labelled and y is None and not getattr(task, "labels_optional", False):
         raise ArgumentError(
             f"{method} needs labels: pass y, {LABEL_HINTS.get(family, 'one per input')} "
             "(or a tf.data dataset of (text, label) elements).", field="y")

@@ -15,12 +15,13 @@ from keras_bert.tasks.registry import TASK_NAMES, get_task, register_task, task_
 
 def test_registry_names_order_aliases_and_errors():
     assert TASK_NAMES == ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli",
-                          "squad1", "squad2", "ner", "swag", "classification", "tagging")
+                          "squad1", "squad2", "ner", "swag", "classification", "tagging",
+                          "embedding", "sts")
     assert task_names(listed_only=False)[-1] == "library"
     assert type(get_task("library")) is TextClassificationTask
     assert get_task("sst2") is not get_task("sst2")  # a fresh task per call
     with pytest.raises(ArgumentError, match=r"unknown task 'nope'; choose one of cola, .*"
-                                            r"classification, tagging\.$"):
+                                            r"classification, tagging, embedding, sts\.$"):
         get_task("nope")
     with pytest.raises(ValueError, match="registered twice"):
         register_task("ner")(lambda name: None)
@@ -40,7 +41,7 @@ def test_a_new_family_is_a_new_folder(tmp_path, monkeypatch):
                                                          str(tmp_path)])
     monkeypatch.setattr(registry, "_discovered", False)
     try:
-        assert task_names()[-3:] == ("classification", "my_task", "tagging")
+        assert task_names()[-5:-2] == ("classification", "my_task", "tagging")
         assert get_task("my_task") == ("a task", "my_task")
     finally:
         registry._TASKS.pop("my_task", None)

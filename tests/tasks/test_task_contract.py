@@ -26,7 +26,7 @@ TASK_DATA = os.path.join(REPO, "tests", "fixtures", "tasks")
 # The data folder of the names whose folder is not tests/fixtures/tasks/<name>.
 DATA = {**{name: "glue" for name in ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli",
                                      "rte", "wnli")},
-        "squad1": "squad", "squad2": "squad", "ner": "conll2003"}
+        "squad1": "squad", "squad2": "squad", "ner": "conll2003", "sts": "glue/STS-B"}
 SETTINGS = FeatureSettings(max_seq_length=32, doc_stride=16, max_query_length=8,
                            max_answer_length=5, n_best_size=5)
 
@@ -66,4 +66,5 @@ def test_registered_task_contract(name, full, tokenizer, tmp_path):
 
 
 def test_every_distinct_task_class_runs_the_whole_contract_by_default():
-    assert FULL == ["cola", "squad1", "ner", "swag", "classification", "tagging"]
+    assert FULL == ["cola", "squad1", "ner", "swag", "classification", "tagging", "embedding",
+                    "sts"]

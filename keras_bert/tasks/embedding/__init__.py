@@ -9,16 +9,25 @@
 - `index`: a corpus's embeddings kept with a manifest and searched, exact or through
   faiss (`build_index`, `open_index`, `search`; `keras-bert search`);
 - `serving`: `EmbeddingServing`, what export serves (`embedding`);
-- `task`: `SentenceEmbeddingTask`, texts -> features (a `--task` name for saved models
-  only: it has no benchmark files to fine-tune on).
+- `task`: `SentenceEmbeddingTask` (`--task embedding`: texts and pairs -> features, your
+  own pairs to fine-tune on) and `StsTask` (`--task sts`: STS-B-style scored pairs);
+- `losses`: multiple negatives ranking, CoSENT and cosine similarity losses.
 """
 
 from keras_bert.tasks.registry import register_task
 
 
-@register_task("embedding", order=60, listed=False)
+@register_task("embedding", order=70)
 def embedding_task(name: str):
-    """Sentence embeddings of single texts."""
+    """Sentence embeddings: your own pairs (scored or not) to fine-tune on."""
     from keras_bert.tasks.embedding.task import SentenceEmbeddingTask
 
     return SentenceEmbeddingTask()
+
+
+@register_task("sts", order=71)
+def sts_task(name: str):
+    """Semantic textual similarity: STS-B-style scored pairs, by the cosine's Spearman."""
+    from keras_bert.tasks.embedding.task import StsTask
+
+    return StsTask()

@@ -81,3 +81,36 @@ def encode(model, texts, batch_size=32, *, prompt_name=None, prompt=None, trunca
         out = out / np.maximum(np.linalg.norm(out, axis=-1, keepdims=True), 1e-12)
     out = np.ascontiguousarray(out, np.float32)
     return out[0] if single else out
+
+
+def evaluate(model, x, y=None, *, batch_size=None, **kwargs) -> dict:
+    """See `BertTextEmbedder.evaluate`."""
+    from keras_bert.metrics.retrieval import cosine_rows, retrieval_metrics, sts_metrics
+    from keras_bert.tasks.embedding.task import SentenceEmbeddingTask, pair_retrieval
+    from keras_bert.tasks.text_inputs import checked_keywords
+
+    checked_keywords("evaluate", kwargs, ("verbose",))
+    batch_size = positive_int(batch_size, "batch_size") or 32
+    if isinstance(x, dict) and set(x) == {"queries", "corpus"}:
+        queries, corpus = text_list(x["queries"], "queries"), text_list(x["corpus"], "corpus")
+        if not queries or not corpus:
+            raise ArgumentError("evaluate: queries and corpus must not be empty.", field="x")
+        if y is None:
+            raise ArgumentError("evaluate: give y, per query the index (or list of "
+                                "indices) of its relevant corpus texts.", field="y")
+        if len(y) != len(queries):
+            raise ArgumentError(f"evaluate: {len(queries)} queries but {len(y)} relevance "
+                                "entries in y; give one per query.", field="y")
+        q = model.encode_query(queries, batch_size)
+        d = model.encode_documents(corpus, batch_size)
+        return retrieval_metrics(model.similarity_of(q, d, "cosine"), list(y))
+    examples = SentenceEmbeddingTask().text_examples(x, y)
+    if not examples or isinstance(examples[0], str) or len(examples[0].texts) != 2:
+        raise ArgumentError("evaluate takes pairs: (texts, text_pairs) with one score per "
+                            "pair in y, (queries, documents) without y, or {'queries': "
+                            "[...], 'corpus': [...]} with y.", field="x")
+    first = model.encode([e.texts[0] for e in examples], batch_size)
+    second = model.encode([e.texts[1] for e in examples], batch_size)
+    if y is not None:
+        return sts_metrics([e.score for e in examples], cosine_rows(first, second))
+    return pair_retrieval(examples, first, second)

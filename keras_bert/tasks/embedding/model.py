@@ -129,8 +129,10 @@ class BertTextEmbedder(TaskModel):
             if artifact.kind == "keras_file":
                 return _saved(cls, artifact.load(), source, truncate_dim, sequence_length)
             if artifact.kind == "finetuning_run":
-                raise ArgumentError(f"{source!r} is a fine-tuning run, not an encoder or a "
-                                    "sentence-transformers folder.", field="source")
+                from keras_bert.tasks.finetuning.run_directory import load_run
+
+                return _saved(cls, load_run(artifact).model, source, truncate_dim,
+                              sequence_length)
             spec = SentenceTransformersSpec(transformer_path=artifact.local_path,
                                             normalize=True)
         artifact.check_vocab()
@@ -138,21 +140,88 @@ class BertTextEmbedder(TaskModel):
         length = _checked_length(sequence_length or spec.max_seq_length
                                  or min(MAX_SEQUENCE_LENGTH, positions), positions)
         encoder = artifact.load_encoder(dtype=dtype)
+        return cls.from_spec(encoder, spec, truncate_dim=truncate_dim,
+                         preprocessor=_preprocessor(artifact.tokenizer(), length))
+
+    @classmethod
+    def from_spec(cls, encoder, spec, *, truncate_dim=None, preprocessor=None):
+        """The embedder on `encoder` with a sentence-transformers folder's modules
+        (`keras_bert.checkpoints.sentence_transformers.SentenceTransformersSpec`):
+        pooling, Dense layers (and their weights), Normalize, prompts and similarity."""
         model = cls(encoder, pooling=spec.pooling,
                     dense=[{"units": d.units, "activation": d.activation,
                             "use_bias": d.bias is not None} for d in spec.dense],
                     normalize=spec.normalize, prompts=spec.prompts,
                     default_prompt_name=spec.default_prompt_name,
                     similarity_fn_name=spec.similarity_fn_name, truncate_dim=truncate_dim,
-                    preprocessor=_preprocessor(artifact.tokenizer(), length))
+                    preprocessor=preprocessor)
         for i, d in enumerate(spec.dense):
             model.get_layer(f"dense_{i}").set_weights(
                 [d.kernel] + ([] if d.bias is None else [d.bias]))
         return model
 
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        # Training examples of k texts each ([batch, k, seq]: pairs, triplets) run as one
+        # batch of batch * k texts and come out as [batch, k, width] for the loss.
+        ids = inputs["input_word_ids"]
+        if len(ids.shape) != 3:
+            return super().call(inputs, training=training, mask=mask, **kwargs)
+        shape = keras.ops.shape(ids)
+        flat = {k: keras.ops.reshape(v, (-1, shape[-1])) for k, v in inputs.items()}
+        out = super().call(flat, training=training, mask=mask, **kwargs)
+        return keras.ops.reshape(out, (shape[0], shape[1], -1))
+
     def default_loss(self):
-        raise NotImplementedError("training a BertTextEmbedder is not offered yet; "
-                                  "use it to encode texts.")
+        """`SentencePairLoss`: CoSENT on scored pairs, multiple negatives ranking (in-batch
+        negatives) on pairs without scores and on triplets."""
+        from keras_bert.tasks.embedding.losses import SentencePairLoss
+
+        return SentencePairLoss()
+
+    def default_metrics(self):
+        return []
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, shuffle=True, **kwargs):
+        """Trains on pairs of raw texts as sentence-transformers does: `x=(anchors,
+        positives)` (or `(anchors, positives, negatives)`, a list of such tuples, or a
+        dict {"anchor", "positive"[, "negative"]}) without `y` trains with in-batch
+        negatives (`MultipleNegativesRankingLoss`: each anchor against every positive
+        of its batch); `y`, one score per pair (e.g. STS-B's score / 5), trains with
+        `CoSENTLoss` (or the loss given to `compile`, e.g. `CosineSimilarityLoss`).
+        The rest is every task model's `fit` (the recipe's schedule, batches of similar
+        length, `seed`, `validation_data`, callbacks).
+
+        Example:
+
+            embedder = keras_bert.BertTextEmbedder.from_preset(path)
+            embedder.compile()
+            embedder.fit(x=(sentences1, sentences2), y=scores / 5, batch_size=32)
+        """
+        return super().fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=shuffle,
+                           **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
+        """On raw text, sentence-transformers' evaluators, as a dict:
+
+        - `x=(texts, text_pairs)`, `y` one score per pair: {"spearman", "pearson"} of
+          the cosine similarity with the scores (`EmbeddingSimilarityEvaluator`);
+        - `x=(queries, documents)` without `y`: each query's relevant document is its
+          own pair's; or `x={"queries": [...], "corpus": [...]}` and `y` per query the
+          index (or list of indices) of its relevant corpus texts: {"recall@1",
+          "recall@5", "recall@10", "mrr@10", "ndcg@10"} of cosine retrieval
+          (`InformationRetrievalEvaluator`; the queries get `encode_query`, the corpus
+          `encode_documents`).
+
+        Token ids go to `keras.Model.evaluate` (the loss). Example:
+
+            embedder.evaluate((stsb["sentence1"], stsb["sentence2"]), stsb["score"])
+            # {'spearman': 0.8203, 'pearson': 0.8274}
+        """
+        from keras_bert.tasks.embedding.encoding import evaluate
+
+        if isinstance(x, dict) and set(x) == {"queries", "corpus"} or self._takes_text(x):
+            return evaluate(self, x, y, batch_size=batch_size, **kwargs)
+        return super().evaluate(x, y, batch_size=batch_size, **kwargs)
 
     # --- the raw-text face ------------------------------------------------------------------
     def encode(self, texts, batch_size: int = DEFAULT_BATCH_SIZE, *, prompt_name=None,

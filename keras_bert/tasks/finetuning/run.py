@@ -212,6 +212,8 @@ class Finetuning:
         else:
             encoder = BertEncoder(self.config, dtype=dtype)
         kwargs = {"feature_based": True} if self.options.feature_based else {}
+        if getattr(self.task, "reads_checkpoint_modules", False) and self.checkpoint:
+            kwargs["source"] = self.checkpoint  # a sentence-transformers folder's modules
         model = self.task.build_model(encoder, **kwargs)
         model.preprocessor = TextPreprocessor(self.task, self.tokenizer, self.settings)
         if self.options.lora_rank:

@@ -96,6 +96,22 @@ class FinetunedModel:
         return features
 
 
+def scoring_model(path: str, task: str | None = None) -> FinetunedModel:
+    """What `keras-bert evaluate` and `predict` score: the run directory `path`
+    (`load_finetuned`); for the embedding family's tasks (`embedding`, `sts`) also any
+    model `BertTextEmbedder.from_preset` opens (a sentence-transformers folder, a
+    checkpoint, a saved embedder, a run of either task), read and scored as `task`."""
+    if task is None or get_task(task).family != "embedding":
+        return load_finetuned(path, task)
+    register_task_models()
+    from keras_bert.tasks.registry import task_model_class
+
+    model = task_model_class("embedding", "BertTextEmbedder").from_preset(path)
+    preprocessor = model.preprocessor
+    return FinetunedModel(path, model, get_task(task), preprocessor.tokenizer,
+                          preprocessor.settings, {})
+
+
 def restore_run(path: str, record: dict, task: str | None = None
                 ) -> tuple[Task, FinetuneOptions]:
     """The task (with its saved config) and the options of the run directory `path`

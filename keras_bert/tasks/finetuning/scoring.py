@@ -70,11 +70,11 @@ def metrics_summary(task: Task, metrics: dict) -> str:
 def prediction_file(task: Task, split: str) -> str:
     """The submission file name of a split's predictions: GLUE `<task>.tsv` (MNLI's
     mismatched dev `mnli-mm.tsv`), SQuAD `predictions.json`, CoNLL `predictions.txt`,
-    SWAG `predictions.csv`."""
+    SWAG `predictions.csv`, embedding pairs `predictions.tsv`."""
     if task.family == "glue":
         return f"{task.name}-mm.tsv" if split.endswith("mismatched") else f"{task.name}.tsv"
     return {"squad": "predictions.json", "tagging": "predictions.txt",
-            "multiple_choice": "predictions.csv"}[task.family]
+            "multiple_choice": "predictions.csv", "embedding": "predictions.tsv"}[task.family]
 
 
 def write_metrics(path: str, metrics: dict) -> None:
