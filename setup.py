@@ -57,9 +57,10 @@ EXTRAS = {
     "datasets": ["tensorflow-datasets", "importlib_resources"],
     # Independent references that scripts/ regenerate tests/fixtures from (not needed by CI).
     "refs": ["bert-tensorflow==1.0.4", "tokenizers"],
-    # create-pretraining-data on Apache Beam (`--runner beam`): the DirectRunner here,
-    # Dataflow, Flink or Spark at scale (keras_bert.data.beam).
-    "beam": ["apache-beam>=2.77,<3"],
+    # create-pretraining-data on Apache Beam (`--runner beam`) and `encode --output_dir`
+    # (Parquet through pyarrow, which apache-beam also needs): the DirectRunner here,
+    # Dataflow, Flink or Spark at scale (keras_bert.data.beam, tasks/embedding/beam.py).
+    "beam": ["apache-beam>=2.77,<3", "pyarrow"],
     # Other Keras 3 backends for the model stage (KERAS_BACKEND=jax / torch):
     # keras_bert.model and load_encoder of Hugging Face and keras_bert checkpoints run
     # there without TensorFlow (tests/model/test_backends.py; benchmarks/accelerator.py on JAX).

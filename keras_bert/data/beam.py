@@ -215,6 +215,24 @@ def _check_flags(options: PipelineOptions, flags: list[str]) -> None:
                             field="beam_options")
 
 
+def pipeline_options(beam_options: list[str] | PipelineOptions | None) -> PipelineOptions:
+    """Beam's `PipelineOptions` of command-line flags (a `PipelineOptions` is kept as it
+    is; None: the DirectRunner in this process); `ArgumentError` for a flag that no Beam
+    pipeline option takes.
+
+    Example:
+
+    >>> pipeline_options(["--runner=DirectRunner"]).get_all_options()["runner"]
+    'DirectRunner'
+    """
+    if isinstance(beam_options, PipelineOptions):
+        return beam_options
+    flags = [str(flag) for flag in beam_options or []]
+    options = PipelineOptions(flags)
+    _check_flags(options, flags)
+    return options
+
+
 def create_pretraining_data_beam(inputs: str | list[str], output_dir: str, vocab_file: str,
                                  options: PretrainingDataOptions = _DEFAULT_OPTIONS,
                                  *, beam_options: list[str] | PipelineOptions | None = None,
@@ -253,10 +271,7 @@ def create_pretraining_data_beam(inputs: str | list[str], output_dir: str, vocab
         raise ArgumentError("The Beam pipeline reads text files (globs); a "
                             f"{type(inputs).__name__} is read by create_pretraining_data.",
                             field="inputs")
-    if not isinstance(beam_options, PipelineOptions):
-        flags = [str(flag) for flag in beam_options or []]
-        beam_options = PipelineOptions(flags)
-        _check_flags(beam_options, flags)
+    beam_options = pipeline_options(beam_options)
     run = start_run(inputs, output_dir, vocab_file, options, 0, 1, overwrite)
     done = {name: stats for name, stats in run.sidecar.shards.items()
             if run.sidecar.is_done(run.output_dir, name)}

@@ -22,7 +22,9 @@ MODEL_HELP = ("checkpoint: Hugging Face or sentence-transformers dir, Google TF1
 class EncodeOptions:
     """Sentences embedded by an encoder (the sentences themselves are arguments)."""
 
-    input_file: str | None = option(None, "a text file with one sentence per line")
+    input_file: str | None = option(
+        None, "a text file with one sentence per line; with --output_dir, comma-separated "
+        "globs of such files (local or gs://...)")
     model: str | None = option(None, MODEL_HELP)
     vocab_file: str | None = option(None, "vocab.txt (default: the one beside the model)")
     do_lower_case: bool | None = option(
@@ -44,6 +46,20 @@ class EncodeOptions:
         "embeddings (faster on CPUs with AVX512-BF16 or AMX; embeddings within about 1e-3 "
         "cosine distance of float32's) (default: %(default)s)", choices=PRECISIONS)
     output: str | None = option(None, "write the embeddings [n, H] to this .npy file")
+    output_dir: str | None = option(
+        None, "encode every non-blank line of --input_file on Apache Beam into Parquet "
+        "shards here (columns text, embedding, source_file, line_number; pip install "
+        "\"keras-bert[beam]\"); a rerun of the same command finishes an interrupted job")
+    runner: str | None = option(
+        None, "with --output_dir: the Beam runner, e.g. DirectRunner, DataflowRunner, "
+        "FlinkRunner, SparkRunner (default: DirectRunner, in this process)")
+    beam_options: str = option(
+        "", "with --output_dir: more Beam pipeline flags in one string, e.g. "
+        "\"--project=P --region=R --temp_location=gs://B/tmp --setup_file=./setup.py\" or "
+        "\"--flink_master=HOST:8081\"")
+    rows_per_shard: int = option(
+        10000, "with --output_dir: non-blank lines per Parquet shard, the unit of work "
+        "and of resuming (default: %(default)s)", at_least=1)
     progress: bool = option(True, "show a progress bar")
 
 

@@ -13,22 +13,39 @@ Example:
     keras-bert encode "A man is playing a guitar." "Someone plays an instrument."
     keras-bert encode --model uncased_L-12_H-768_A-12 --input_file sentences.txt \\
         --output embeddings.npy
+
+With --output_dir, every non-blank line of the files --input_file's globs match is
+encoded on Apache Beam (`pip install "keras-bert[beam]"`; keras_bert.tasks.embedding.beam)
+into Parquet shards (columns text, embedding, source_file, line_number), each line exactly
+once; a rerun of the same command after a kill writes only the shards still missing. The
+DirectRunner runs here; --runner and --beam_options (Beam's own pipeline flags, one
+string) run it on Dataflow, Flink or Spark:
+
+    keras-bert encode --input_file 'corpus/*.txt' --output_dir embeddings/
+    keras-bert encode --input_file 'gs://bucket/corpus/*.txt' \\
+        --output_dir gs://bucket/embeddings --model hf://sentence-transformers/all-MiniLM-L6-v2 \\
+        --runner DataflowRunner --beam_options "--project=my-project --region=us-central1 \\
+            --temp_location=gs://bucket/tmp --setup_file=./setup.py"
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 import numpy as np
 
-from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError
+from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError, OutputError
 from keras_bert.model.options import EncodeOptions
 from keras_bert.pipelines.plumbing import (
     add_options,
+    blame,
+    library_logging,
     require_file,
     require_output_file,
     resolve_model,
+    say,
 )
 
 
@@ -104,6 +121,13 @@ def embed(encoder, preprocessor, sentences, pooling="mean", batch_size=32, progr
 def run(args) -> int:
     from keras_bert.tasks.embedding.model import BertTextEmbedder
 
+    if args.output_dir is not None:
+        return _run_beam(args)
+    for flag, given in (("--runner", args.runner is not None),
+                        ("--beam_options", bool(args.beam_options))):
+        if given:
+            raise ArgumentError(f"{flag} is for --output_dir (a corpus on Apache Beam); add "
+                                f"--output_dir or drop {flag}.", field=flag[2:])
     # Everything is checked before any weights load.
     sentences = _read_sentences(args)
     if args.output:
@@ -151,3 +175,55 @@ def run(args) -> int:
         print(f"wrote {args.output}")
     sys.stdout.flush()
     return 0
+
+
+def _run_beam(args) -> int:
+    """--output_dir: the corpus of --input_file's globs on Apache Beam, into Parquet."""
+    for flag, wrong in (
+            ("--output", args.output is not None),
+            ("sentences", bool(args.sentences)),
+            ("--pooling", args.pooling is not None)):
+        if wrong:
+            raise ArgumentError(
+                {"--output": "give --output (one .npy) or --output_dir (Parquet shards), "
+                             "not both.",
+                 "sentences": "with --output_dir the sentences come from --input_file "
+                              "only; drop the sentences from the command line.",
+                 "--pooling": "--pooling is for the in-memory path; with --output_dir the "
+                              "model's own modules make the embedding (drop --pooling)."
+                 }[flag], field=flag[2:] if flag.startswith("--") else None)
+    if not args.input_file:
+        raise ArgumentError("--output_dir needs --input_file (globs of text files, one "
+                            "sentence a line).", field="input_file")
+    flags = _beam_flags(args)
+    try:
+        from keras_bert.tasks.embedding import beam
+    except ImportError as e:
+        raise ArgumentError(f"--output_dir runs on Apache Beam, which is not installed "
+                            f"({e.__cause__ or e}): pip install \"keras-bert[beam]\".",
+                            field="output_dir") from None
+    model = args.model or default_model()
+    resolve_model(model, args.vocab_file, args.do_lower_case, args.max_seq_length,
+                  finetuning_runs=False)  # before any work: the workers open it
+    with library_logging(), blame("output_dir", OutputError):
+        beam.encode_corpus_beam(
+            args.input_file, args.output_dir, model, sequence_length=args.max_seq_length,
+            vocab_file=args.vocab_file, lower_case=args.do_lower_case,
+            dtype=None if args.precision == "float32" else args.precision,
+            batch_size=args.batch_size, rows_per_shard=args.rows_per_shard,
+            beam_options=flags, report=say)
+    sys.stdout.flush()
+    return 0
+
+
+def _beam_flags(args) -> list[str]:
+    """--runner and --beam_options as Beam's pipeline flags."""
+    try:
+        flags = shlex.split(args.beam_options)
+    except ValueError as e:
+        raise ArgumentError(f"--beam_options cannot be split into flags ({e}): quote it as "
+                            "one string of Beam flags.", field="beam_options") from None
+    if any(flag.split("=", 1)[0] == "--runner" for flag in flags):
+        raise ArgumentError("name the runner with --runner, not inside --beam_options.",
+                            field="beam_options")
+    return [f"--runner={args.runner or 'DirectRunner'}", *flags]

@@ -14,7 +14,7 @@ MODULES = sorted(
                                 (keras_bert.pipelines.__path__, "keras_bert.pipelines."))
     for m in pkgutil.walk_packages(path, prefix) if not m.name.endswith("__main__"))
 # Modules of an optional extra: their examples run where the extra is installed.
-OPTIONAL = {"keras_bert.data.beam": "apache_beam"}
+OPTIONAL = {"keras_bert.data.beam": "apache_beam", "keras_bert.tasks.embedding.beam": "apache_beam"}
 
 
 @pytest.mark.parametrize("name", MODULES)

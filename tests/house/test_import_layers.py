@@ -179,12 +179,18 @@ def test_the_checker_sees_lazy_and_relative_imports(tmp_path):
     assert found == {"keras_bert.cli", "keras_bert.core.fileio"}
 
 
-def test_only_the_beam_runner_imports_the_beam_module():
-    # keras_bert.data.beam needs the optional `beam` extra (apache-beam): `import
-    # keras_bert` must never load it; only `create-pretraining-data --runner beam` does.
+def test_only_the_beam_runners_import_the_beam_modules():
+    # keras_bert.data.beam and keras_bert.tasks.embedding.beam need the optional `beam`
+    # extra (apache-beam): `import keras_bert` must never load them; only
+    # `create-pretraining-data --runner beam` and `encode --output_dir` do (the second
+    # through the first, for its Beam flag check).
     importers = {module for module, imports in GRAPH.items()
                  if any(target == "keras_bert.data.beam" for target, _ in imports)}
-    assert importers == {"keras_bert.pipelines.create_pretraining_data"}
+    assert importers == {"keras_bert.pipelines.create_pretraining_data",
+                         "keras_bert.tasks.embedding.beam"}
+    importers = {module for module, imports in GRAPH.items()
+                 if any(target == "keras_bert.tasks.embedding.beam" for target, _ in imports)}
+    assert importers == {"keras_bert.pipelines.embedding.encode"}
 
 
 def _private_imports(module: str, path: str) -> list[str]:
