@@ -46,7 +46,9 @@ def load_task_model_file(path: str, precision: str = "float32",
     from keras_bert.checkpoints.opener import open_artifact
     from keras_bert.export.source import checked_seq_length, export_policy
     from keras_bert.model.models import with_dtype_policy
+    from keras_bert.tasks.registry import register_task_models
 
+    register_task_models()  # the file names its class: defined, so registered, first
     model = open_artifact(path, keras_files=True).load()
     if getattr(model, "preprocessor", None) is None:
         raise ArgumentError(f"{path!r} holds a {type(model).__name__} without a "
