@@ -287,7 +287,7 @@ def main(argv=None) -> int:
         # A process per thread count, reusing the first one's exports.
         argv = [sys.executable, os.path.abspath(__file__), "--threads", str(count), "--child"]
         for key, value in vars(args).items():
-            if key not in ("threads", "child") and value not in (None, False):
+            if key not in ("threads", "child") and value is not None and value is not False:
                 argv += [f"--{key}"] + ([] if value is True else [str(value)])
         with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as child:
             for line in child.stdout:
