@@ -13,6 +13,10 @@ and issue 24's batch-1 goals: LiteRT int8 p50 / ORT int8 p50 <= 1.25, < ORT floa
     python benchmarks/serving_latency.py                      # the full table
     python benchmarks/serving_latency.py --rounds 20 --rounds_batch32 0 \\
         --precisions float32 --xla off                        # a smoke run
+    python benchmarks/serving_latency.py --embedder --threads 2
+
+`--embedder`: the MiniLM folder's `BertTextEmbedder` in LiteRT (text in) beside
+sentence-transformers' `encode` on its ONNX int8 backend (`sentence-transformers[onnx]`).
 """
 
 from __future__ import annotations
@@ -60,11 +64,10 @@ def _ids(batch: int, seq: int, vocab: int):
             "input_type_ids": np.zeros_like(ids)}
 
 
-def _hf_feed(batch: int, seq: int, vocab: int) -> dict:
-    ids = _ids(batch, seq, vocab)  # as Hugging Face's BertModel takes them
-    return {name: ids[key].astype("int64") for name, key in (
-        ("input_ids", "input_word_ids"), ("attention_mask", "input_mask"),
-        ("token_type_ids", "input_type_ids"))}
+def _hf_feed(batch: int, seq: int, vocab: int) -> dict:  # as Hugging Face's BertModel
+    ids = list(_ids(batch, seq, vocab).values())
+    return dict(zip(("input_ids", "attention_mask", "token_type_ids"),
+                    (x.astype("int64") for x in ids)))
 
 
 def _torch_variants(checkpoint: str, threads: int, shapes, vocab: int, workdir: str):
@@ -111,20 +114,11 @@ def _torch_variants(checkpoint: str, threads: int, shapes, vocab: int, workdir: 
 
 
 def _export_torch_onnx(torch, model, path: str) -> None:
-    class ByKeyword(torch.nn.Module):
-        # transformers' BertModel.forward does not take these three positionally.
-        def __init__(self, bert):
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            out = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                            token_type_ids=token_type_ids)
-            return out.last_hidden_state, out.pooler_output
-
-    example = tuple(torch.ones((1, 8), dtype=torch.int64) for _ in range(3))
     axes, names = {0: "batch", 1: "seq"}, ["input_ids", "attention_mask", "token_type_ids"]
-    torch.onnx.export(ByKeyword(model).eval(), example, path, input_names=names,
+    wrapper = torch.nn.Module()  # BertModel.forward takes the ids by keyword only
+    wrapper.bert, wrapper.forward = model, lambda *ids: model(**dict(zip(names, ids)))[:2]
+    example = tuple(torch.ones((1, 8), dtype=torch.int64) for _ in range(3))
+    torch.onnx.export(wrapper.eval(), example, path, input_names=names,
                       output_names=["last_hidden_state", "pooler_output"],
                       dynamic_axes={n: axes for n in [*names, "last_hidden_state"]},
                       opset_version=17, dynamo=False)  # TorchScript: no onnxscript
@@ -141,12 +135,9 @@ def _export_variants(source_args: dict, workdir: str, precisions, xla_modes, sha
         source = load_export_source(**source_args, precision=precision)
         for xla in xla_modes:
             name = f"{precision}_{'xla' if xla else 'noxla'}"
-            path, start = os.path.join(workdir, name, "1"), time.perf_counter()
-            if not os.path.isdir(path):  # made once per work directory
-                path, _ = export_saved_model(source, workdir, name, precision=precision,
-                                             jit_compile=xla, warmup=False)
-                harness.emit({"event": "exported", "variant": name, "path": path,
-                              "seconds": round(time.perf_counter() - start, 1)})
+            path = _once(workdir, name, lambda: export_saved_model(
+                source, workdir, name, precision=precision, jit_compile=xla,  # noqa: B023
+                warmup=False)[0])
             loaded = tf.saved_model.load(path)
             ids_fn, text_fn = (loaded.signatures[k] for k in ("serving_default", "serve_text"))
             for batch, seq in shapes:
@@ -160,15 +151,11 @@ def _export_variants(source_args: dict, workdir: str, precisions, xla_modes, sha
     return variants
 
 
-def _litert_file(source, workdir: str, quantize: str) -> str:
-    """The .tflite of `source` at `quantize`, made once per work directory."""
-    from keras_bert.export import export_litert
-
-    name, start = f"litert_{quantize}", time.perf_counter()
-    path = os.path.join(workdir, name, "1", "model.tflite")
-    if not os.path.isfile(path):
-        directory, _ = export_litert(source, workdir, name, quantize=quantize)
-        path = os.path.join(directory, "model.tflite")
+def _once(workdir: str, name: str, export) -> str:
+    """`workdir/name/1`, made by `export()` (the version directory) unless it is there."""
+    path, start = os.path.join(workdir, name, "1"), time.perf_counter()
+    if not os.path.isdir(path):  # made once per work directory
+        path = export()
         harness.emit({"event": "exported", "variant": name, "path": path,
                       "seconds": round(time.perf_counter() - start, 1)})
     return path
@@ -176,24 +163,23 @@ def _litert_file(source, workdir: str, quantize: str) -> str:
 
 def _litert_variants(source_args: dict, workdir: str, threads: int, shapes, reference):
     """LiteRT float32 and dynamic int8: `serving_default` (its pooled output checked
-    against the Keras encoder's, `reference`), and `serve_text` where the model has it,
-    in `load_interpreter`'s interpreter (ai-edge-litert's, else TensorFlow's)."""
+    against the Keras encoder's, `reference`), and `serve_text`, in `load_interpreter`'s interpreter (ai-edge-litert's, else TensorFlow's)."""
     import numpy as np
 
-    from keras_bert.export import load_interpreter
+    from keras_bert.export import export_litert, load_interpreter
     from keras_bert.tasks.export_sources import load_export_source
 
     source, variants = load_export_source(**source_args), {}
     for quantize in QUANTIZE:
-        path = _litert_file(source, workdir, quantize)
+        path = os.path.join(_once(workdir, f"litert_{quantize}", lambda q=quantize: (
+            export_litert(source, workdir, f"litert_{q}", quantize=q)[0])), "model.tflite")
         mode = "float32" if quantize == "none" else quantize
         for batch, seq in shapes:
             # An interpreter per shape: one shared by the round-robin's shapes would
             # resize and re-plan its XNNPACK delegate at every call (about 5% more).
             interpreter = load_interpreter(path, num_threads=threads)
             ids_fn = interpreter.get_signature_runner("serving_default")
-            text_fn = (interpreter.get_signature_runner("serve_text")
-                       if "serve_text" in interpreter.get_signature_list() else None)
+            text_fn = interpreter.get_signature_runner("serve_text")
             ids = _ids(batch, seq, source.config.vocab_size)
             pooled = ids_fn(**ids)["pooled_output"]
             harness.emit({"event": "check", "system": "litert", "mode": mode, "seq": seq,
@@ -201,10 +187,63 @@ def _litert_variants(source_args: dict, workdir: str, threads: int, shapes, refe
                           "pooled_output_max_abs_diff_vs_keras": round(
                               float(np.abs(pooled - reference(ids)).max()), 6)})
             variants[("litert_ids", mode, batch, seq)] = lambda f=ids_fn, x=ids: f(**x)
-            if text_fn is not None:
-                text = np.array(_texts(source.tokenizer, batch, seq), dtype=object)
-                variants[("litert_text", mode, batch, seq)] = (
-                    lambda f=text_fn, t=text: f(text=t))
+            text = np.array(_texts(source.tokenizer, batch, seq), dtype=object)
+            variants[("litert_text", mode, batch, seq)] = lambda f=text_fn, t=text: f(text=t)
+    return variants
+
+
+def _embedder_variants(checkpoint: str, workdir: str, threads: int, shapes):
+    """keras_bert's LiteRT embedders (`serve_text`) beside sentence-transformers' `encode`
+    on torch float32 and on its ONNX backend's dynamic int8 export of a copy of the
+    folder (avx512_vnni or avx2 as the CPU has), exported once per work directory;
+    prints each one's cosine to sentence-transformers' float32 embeddings."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+    from sentence_transformers import SentenceTransformer, export_dynamic_quantized_onnx_model
+
+    import keras_bert
+    from keras_bert.export import LiteRTModel
+
+    embedder, encoders = keras_bert.BertTextEmbedder.from_preset(checkpoint), {}
+    for quantize in QUANTIZE:
+        model = LiteRTModel(_once(workdir, f"embedder_{quantize}", lambda q=quantize: (
+            embedder.export(os.path.join(workdir, f"embedder_{q}"), format="litert",
+                            quantize=q))), num_threads=threads)
+        encoders[("litert_text", quantize.replace("none", "float32"))] = (
+            lambda texts, m=model: m.serve_text(text=texts)["embedding"])
+    torch.set_num_threads(threads)
+    torch.set_grad_enabled(False)
+    config = "avx512_vnni" if "avx512_vnni" in harness.cpu_flags() else "avx2"
+    folder, file_name = os.path.join(workdir, "st_onnx"), f"onnx/model_qint8_{config}.onnx"
+    if not os.path.isfile(os.path.join(folder, file_name)):
+        os.makedirs(folder, exist_ok=True)
+        for entry in set(os.listdir(checkpoint)) - set(os.listdir(folder)):
+            os.symlink(os.path.join(checkpoint, entry), os.path.join(folder, entry))
+        export_dynamic_quantized_onnx_model(
+            SentenceTransformer(folder, device="cpu", backend="onnx"), config, folder)
+    options = ort.SessionOptions()  # as _torch_variants' sessions
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    for mode, st in (("float32", SentenceTransformer(checkpoint, device="cpu")),
+                     ("dynamic_int8", SentenceTransformer(folder, device="cpu", backend="onnx",
+                      model_kwargs={"file_name": file_name, "session_options": options,
+                                    "provider": "CPUExecutionProvider"}))):
+        encoders[("st_onnx" if mode != "float32" else "st_torch", mode)] = (
+            lambda texts, st=st: st.encode(texts, batch_size=32))
+    sentences = [str(s) for s in np.load(os.path.join(
+        harness.REPO, "tests", "fixtures", "embeddings", "minilm_refs.npz"))["sentences"]]
+    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
+    reference, variants = unit(encoders[("st_torch", "float32")](sentences)), {}
+    for (system, mode), encode in encoders.items():
+        cosine = (unit(np.asarray(encode(sentences))) * reference).sum(-1)
+        harness.emit({"event": "check", "system": system, "mode": mode,
+                      "cosine_to_st_float32_min": round(float(cosine.min()), 5),
+                      "cosine_to_st_float32_mean": round(float(cosine.mean()), 5)})
+        for batch, seq in shapes:
+            texts = [t.decode() for t in _texts(embedder.preprocessor.tokenizer, batch, seq)]
+            variants[(system, mode, batch, seq)] = lambda f=encode, t=texts: f(t)
     return variants
 
 
@@ -226,16 +265,14 @@ def _keras_baseline(checkpoint: str, shapes):
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", help="encoder checkpoint (default: installed MiniLM)")
-    parser.add_argument("--threads", default="1,2",
-                        help="thread counts, each measured in its own process")
-    parser.add_argument("--rounds", type=int, default=200,
-                        help="timed calls per variant at batch 1 (0: skip latency)")
-    parser.add_argument("--rounds_batch32", type=int, default=8,
-                        help="timed calls per variant at batch 32 (0: skip batch 32)")
+    parser.add_argument("--threads", default="1,2", help="thread counts, a process each")
+    parser.add_argument("--rounds", type=int, default=200, help="calls a variant, batch 1")
+    parser.add_argument("--rounds_batch32", type=int, default=8, help="... at batch 32")
     parser.add_argument("--precisions", default="float32,mixed_bfloat16")
     parser.add_argument("--xla", default="off,on", help="off, on or off,on")
     parser.add_argument("--workdir", help="where the models are exported, and reused from "
                                           "(default: a new temporary directory)")
+    parser.add_argument("--embedder", action="store_true", help="sentence embedders")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return parser
 
@@ -250,8 +287,8 @@ def main(argv=None) -> int:
         # A process per thread count, reusing the first one's exports.
         argv = [sys.executable, os.path.abspath(__file__), "--threads", str(count), "--child"]
         for key, value in vars(args).items():
-            if key not in ("threads", "child") and value is not None:
-                argv += [f"--{key}", str(value)]
+            if key not in ("threads", "child") and value is not None and value is not False:
+                argv += [f"--{key}"] + ([] if value is True else [str(value)])
         with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as child:
             for line in child.stdout:
                 print(line, end="", flush=True)
@@ -259,7 +296,7 @@ def main(argv=None) -> int:
                     records.append(json.loads(line))
         if child.returncode:
             return child.returncode
-    if args.rounds > 0 and not args.child:  # the parent sums up
+    if args.rounds > 0 and not args.child and not args.embedder:  # the parent sums up
         harness.emit(_sizes(args.workdir))
         harness.emit(_goals(records))
     return 0
@@ -276,18 +313,23 @@ def measure(args, threads: int) -> list[dict]:
     checkpoint = args.checkpoint or harness.minilm()
     harness.emit({"event": "setup", "checkpoint": checkpoint, "threads": threads,
            "tensorflow": tf.__version__, "cpu": harness.cpu(), "workdir": args.workdir,
-           "versions": harness.versions("tensorflow", "tensorflow-text", "ai-edge-litert",
-                                        "onnxruntime", "torch", "transformers")})
+           "versions": harness.versions(
+               "tensorflow", "tensorflow-text", "ai-edge-litert", "onnxruntime", "torch",
+               "transformers", "sentence-transformers", "optimum", "optimum-onnx")})
     if args.rounds <= 0:
         return []
     shapes = [s for s in SHAPES if (args.rounds if s[0] == 1 else args.rounds_batch32) > 0]
     source_args = {"checkpoint": checkpoint, "max_seq_length": 128}
-    variants, vocab, reference = _keras_baseline(checkpoint, shapes)
-    variants.update(_export_variants(source_args, args.workdir, args.precisions.split(","),
-                                     [m == "on" for m in args.xla.split(",")], shapes))
-    variants.update(_litert_variants(source_args, args.workdir, threads,
-                                     [s for s in shapes if s[0] == 1], reference))
-    variants.update(_torch_variants(checkpoint, threads, shapes, vocab, args.workdir))
+    if args.embedder:
+        variants = _embedder_variants(checkpoint, args.workdir, threads, shapes)
+    else:
+        variants, vocab, reference = _keras_baseline(checkpoint, shapes)
+        variants.update(_export_variants(source_args, args.workdir,
+                                         args.precisions.split(","),
+                                         [m == "on" for m in args.xla.split(",")], shapes))
+        variants.update(_litert_variants(source_args, args.workdir, threads,
+                                         [s for s in shapes if s[0] == 1], reference))
+        variants.update(_torch_variants(checkpoint, threads, shapes, vocab, args.workdir))
     records = []
     for batch, seq in shapes:
         shape_variants = {k: v for k, v in variants.items() if k[2:] == (batch, seq)}
@@ -315,6 +357,8 @@ def _summary(results: dict, batch: int, seq: int, threads: int) -> dict:
     peers = {name: r for (system, mode), r in results.items()
              for name in [system if mode != "cpu_int8" else "onnxruntime_int8"]
              if system in ("keras_bert", "hf_torch", "onnxruntime")}
+    peers.update({f"{system}_{mode}": r for (system, mode), r in results.items()
+                  if system.startswith("st_")})  # --embedder's sentence-transformers
     for entry in ("savedmodel_ids", "savedmodel_text", "litert_ids", "litert_text"):
         mine = [r for (system, _), r in results.items() if system == entry]
         if not mine:
@@ -355,8 +399,7 @@ def _sizes(workdir: str) -> dict:
                    for f in files) if os.path.isdir(path) else (
             os.path.getsize(path) if os.path.isfile(path) else None)
 
-    sizes = {"event": "sizes",
-             "savedmodel_variables": size("float32_noxla", "1", "variables"),
+    sizes = {"event": "sizes", "savedmodel_variables": size("float32_noxla", "1", "variables"),
              "onnx_float32": size(HF_ONNX), "onnx_int8": size(HF_ONNX_INT8),
              **{f"tflite_{q}": size(f"litert_{q}", "1", "model.tflite") for q in QUANTIZE}}
     if sizes["savedmodel_variables"] and sizes["tflite_dynamic_int8"]:

@@ -19,6 +19,10 @@ quantized by the model's own Keras quantization with `--quantize int8`, `int4` o
 OUTPUT_DIR/NAME/VERSION/model.onnx, the ids signature (serving_default) converted by
 tf2onnx (the `onnx` extra), float32; see keras_bert.export.onnx.
 
+A task model saved in Python (`model.save("embedder.keras")`: a sentence embedder, a
+classifier) exports from its `.keras` file in every format, as its `export()` writes
+it (its own tokenizer and length: --vocab_file and --do_lower_case do not apply).
+
 Example:
 
     keras-bert export --checkpoint runs/sst2 --output_dir saved_models
@@ -27,6 +31,8 @@ Example:
     keras-bert export --checkpoint runs/sst2 --format litert --quantize dynamic_int8
     keras-bert export --checkpoint runs/sst2 --quantize int8
     keras-bert export --checkpoint runs/sst2 --format onnx
+    keras-bert export --checkpoint minilm_embedder.keras --format litert \\
+        --quantize dynamic_int8
 """
 
 from __future__ import annotations
@@ -66,7 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def default_name(checkpoint: str) -> str:
     """A model name from a checkpoint path: its directory name, cleaned up."""
     path = os.path.normpath(os.path.abspath(checkpoint))
-    if os.path.isfile(path) or os.path.isfile(path + ".index"):
+    if is_keras_file(path):
+        path = path[:-len(".keras")]  # embedder.keras -> "embedder"
+    elif os.path.isfile(path) or os.path.isfile(path + ".index"):
         path = os.path.dirname(path)
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.basename(path)).lstrip(".-") or "model"
     return f"model_{name}" if name.isdigit() else name
@@ -105,6 +113,8 @@ def _export(args: argparse.Namespace) -> tuple[dict, str]:
     require_output_directory(args.output_dir, "--output_dir")
     require_output_directory(os.path.join(args.output_dir, name), "--output_dir/--name")
     check_format_flags(args)
+    if is_keras_file(checkpoint):
+        return run_keras_file(args, checkpoint, name)
     if args.format != "saved_model":
         return run_other_format(args, checkpoint, name)
     warmup = args.warmup
@@ -158,6 +168,43 @@ def check_format_flags(args: argparse.Namespace) -> None:
                                 f"{args.format} takes none of "
                                 f"{', '.join('--' + k for k in SAVED_MODEL_ONLY)}.",
                                 field=given[0])
+
+
+def is_keras_file(path: str) -> bool:
+    """Whether `path` is a saved model file (`model.save`'s `.keras`)."""
+    return path.endswith(".keras") and os.path.isfile(path)
+
+
+def run_keras_file(args: argparse.Namespace, checkpoint: str, name: str
+                   ) -> tuple[dict, str]:
+    """The export of a saved `.keras` task model, through its own `export()`."""
+    from keras_bert import export
+    from keras_bert.core.fileio import read_json
+    from keras_bert.tasks import exporting
+
+    for flag in ("vocab_file", "do_lower_case"):
+        if getattr(args, flag) is not None:
+            raise ArgumentError(f"--{flag} is for encoder checkpoints: the .keras model "
+                                f"{checkpoint!r} keeps its own tokenizer.", field=flag)
+    warmup = args.warmup
+    if args.format != "saved_model":
+        warmup = False
+    elif warmup is None:
+        warmup = export.serving_api_available()
+    elif warmup:
+        export.check_serving_api()
+    kwargs = {"litert": {"quantize": args.quantize, "text": args.serve_text}, "onnx": {},
+              "saved_model": {"precision": args.precision, "jit_compile": args.xla,
+                              "warmup": warmup, "text": args.serve_text,
+                              "serving_compatible": args.serving_compatible}}[args.format]
+    with library_logging():
+        model = exporting.load_task_model_file(checkpoint, precision=args.precision,
+                                     max_seq_length=args.max_seq_length)
+        if args.format == "saved_model" and args.quantize != "none":
+            quantize_model(model, args.quantize)
+        path = exporting.export(model, os.path.join(args.output_dir, name),
+                                format=args.format, **kwargs)
+    return read_json(os.path.join(path, "assets.extra", export.MODEL_CARD)), path
 
 
 def run_other_format(args: argparse.Namespace, checkpoint: str, name: str

@@ -35,6 +35,38 @@ def export_source(model, vocab_file: str) -> ExportSource:
                         preprocessor.sequence_length, task=preprocessor.task.name)
 
 
+def load_task_model_file(path: str, precision: str = "float32",
+                         max_seq_length: int | None = None):
+    """The task model saved in the `.keras` file `path` (`model.save`: an embedder, a
+    classifier trained in Python), with its preprocessor, at `precision`, its
+    `serve_text` length set to `max_seq_length` when given; `ArgumentError` for a file
+    holding a model without a preprocessor (a bare encoder: export its checkpoint)."""
+    import dataclasses
+
+    from keras_bert.checkpoints.opener import open_artifact
+    from keras_bert.export.source import checked_seq_length, export_policy
+    from keras_bert.model.models import with_dtype_policy
+    from keras_bert.tasks.registry import register_task_models
+
+    register_task_models()  # the file names its class: defined, so registered, first
+    model = open_artifact(path, keras_files=True).load()
+    if getattr(model, "preprocessor", None) is None:
+        raise ArgumentError(f"{path!r} holds a {type(model).__name__} without a "
+                            "preprocessor, which cannot take text: save a task model made "
+                            "with from_preset(...), or export the encoder's checkpoint.",
+                            field="checkpoint")
+    if max_seq_length is not None:
+        checked_seq_length(max_seq_length, model.encoder.config, explicit=True)
+        preprocessor = model.preprocessor
+        preprocessor.settings = dataclasses.replace(preprocessor.settings,
+                                                    max_seq_length=max_seq_length)
+    if precision != "float32":
+        preprocessor = model.preprocessor
+        model = with_dtype_policy(model, export_policy(precision))
+        model.preprocessor = preprocessor
+    return model
+
+
 def export(model, filepath, format: str = "tf_saved_model", **kwargs) -> str:
     """Writes `model` to `filepath/VERSION/` (see `TextFace.export`); `kwargs` go to
     `export_saved_model`, `export_litert` or `export_onnx` (e.g. `warmup=False`,

@@ -37,8 +37,10 @@ class SentencePooling(keras.layers.Layer):
                 raise ValueError(f"pooling mode {mode!r} is not one of {POOLING_MODES}.")
 
     def call(self, sequence, input_mask):
+        # expand_dims, not `[..., None]`: LiteRT's converter leaves a new-axis slice as
+        # an unresolved custom StridedSlice op.
         sequence = ops.cast(sequence, "float32")
-        mask = ops.cast(input_mask, "float32")[..., None]
+        mask = ops.expand_dims(ops.cast(input_mask, "float32"), -1)
         count = ops.sum(mask, axis=1)
         out = []
         for mode in self.modes:
@@ -52,12 +54,13 @@ class SentencePooling(keras.layers.Layer):
                 out.append(total / (count if mode == "mean" else ops.sqrt(count)))
             elif mode == "weightedmean":  # token i (from 1) weighs i
                 positions = ops.arange(1, ops.shape(sequence)[1] + 1, dtype="float32")
-                weights = mask * positions[None, :, None]
+                weights = mask * ops.reshape(positions, (1, -1, 1))
                 out.append(ops.sum(sequence * weights, axis=1)
                            / ops.maximum(ops.sum(weights, axis=1), 1e-9))
             else:  # lasttoken: the last real token
                 last = ops.cast(ops.sum(input_mask, axis=1), "int32") - 1
-                out.append(ops.take_along_axis(sequence, last[:, None, None], axis=1)[:, 0])
+                out.append(ops.take_along_axis(sequence, ops.reshape(last, (-1, 1, 1)),
+                                               axis=1)[:, 0])
         return out[0] if len(out) == 1 else ops.concatenate(out, axis=-1)
 
     def compute_output_shape(self, sequence_shape, input_mask_shape=None):

@@ -1,7 +1,8 @@
 """Serving a `BertTextEmbedder`: its export's `serving_default` (ids) and `serve_text`
 (raw text, tokenized and cut to the model's length inside) give `embedding`, float32
 [batch, width], the vector `encode` gives (pooling, Dense and Normalize are in the
-model's graph).
+model's graph). The same in LiteRT (`serve_text` in LiteRT's text ops, the base class's
+`serve_lite_text`) and ONNX (`serving_default` only), as for every family.
 """
 
 from __future__ import annotations
