@@ -2,7 +2,7 @@
 `sts_metrics` (its `EmbeddingSimilarityEvaluator`: Pearson and Spearman correlation
 of the cosine similarity with gold scores) and `retrieval_metrics` (its
 `InformationRetrievalEvaluator`, binary relevance: recall@k, MRR@10 and nDCG@10 of a
-query-by-document score matrix).
+query-by-document score matrix), and `roc_auc` (of a paraphrase classifier's scores).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from keras_bert.core.errors import ArgumentError
-from keras_bert.metrics.glue import pearson, spearmanr
+from keras_bert.metrics.glue import _average_ranks, pearson, spearmanr
 
 RECALL_AT = (1, 5, 10)
 RANKED_AT = 10  # MRR@10 and nDCG@10
@@ -42,6 +42,26 @@ def sts_metrics(scores, similarities) -> dict[str, float]:
     """
     return {"spearman": spearmanr(scores, similarities),
             "pearson": pearson(scores, similarities)}
+
+
+def roc_auc(labels, scores) -> float:
+    """Area under the ROC curve of `scores` for binary `labels` (1 positive): the
+    chance that a positive scores above a negative, ties counting half (as
+    scikit-learn's `roc_auc_score`).
+
+    Example:
+
+    >>> roc_auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    0.75
+    """
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or set(np.unique(labels).tolist()) != {0, 1}:
+        raise ArgumentError("labels must hold both 0 and 1, one per score.", field="labels")
+    ranks = _average_ranks(np.asarray(scores, np.float64))
+    positives = int(labels.sum())
+    negatives = len(labels) - positives
+    return float((ranks[labels == 1].sum() - positives * (positives + 1) / 2)
+                 / (positives * negatives))
 
 
 def retrieval_metrics(scores, relevant: Sequence) -> dict[str, float]:

@@ -28,7 +28,9 @@ from keras_bert.tasks.text_preprocessor import TextPreprocessor
 
 REFS = os.path.join(REPO, "tests", "fixtures", "embeddings", "loss_refs.npz")
 VOCAB = os.path.join(REPO, "tests", "fixtures", "tokenization", "vocab_rich.txt")
-STSB = os.path.join(os.path.dirname(REPO), "shared", "data", "glue", "STS-B")
+SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
+STSB = os.path.join(SHARED, "glue", "STS-B")
+QUALITY = os.path.join(REPO, "tests", "fixtures", "embeddings", "quality_refs.json")
 WORDS = ("river boat harbour ferry sail violin piano music song choir bread oven flour "
          "cake baker train rail station ticket tram").split()
 
@@ -221,3 +223,30 @@ def test_stsb_fit_raises_minilm_dev_spearman():
               y=np.array([e.score for e in train]), batch_size=32, epochs=1, verbose=0)
     tuned = model.evaluate(dev_x, dev_y)["spearman"]
     assert tuned >= base + 0.005, (base, tuned)
+
+
+@pytest.mark.slow
+def test_quality_equals_sentence_transformers_on_paraphrases_and_questions():
+    """The issue's held-out tasks, against sentence-transformers' own figures
+    (scripts/make_embedding_quality_refs.py): MRPC dev paraphrase AUC within 0.002,
+    SQuAD-sample question -> paragraph recall@1 within 0.01."""
+    if not os.path.isdir(SHARED):
+        pytest.skip("../shared/data is absent")
+    import csv
+
+    from keras_bert.metrics.retrieval import cosine_rows, roc_auc
+
+    refs = json.loads(open(QUALITY).read())
+    model = BertTextEmbedder.from_preset(minilm_path())
+    with open(os.path.join(SHARED, "glue", "MRPC", "dev.tsv"), encoding="utf-8-sig") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
+    cosine = cosine_rows(model.encode([r[3] for r in rows]), model.encode([r[4] for r in rows]))
+    auc = roc_auc([int(r[0]) for r in rows], cosine)
+    assert abs(auc - refs["paraphrase_auc"]) <= 0.002, (auc, refs)
+    with open(os.path.join(SHARED, "squad", "sample-v1.1.json"), encoding="utf-8") as f:
+        paragraphs = [p for a in json.load(f)["data"] for p in a["paragraphs"]]
+    contexts = list(dict.fromkeys(p["context"] for p in paragraphs))
+    questions = [q["question"] for p in paragraphs for q in p["qas"]]
+    gold = [contexts.index(p["context"]) for p in paragraphs for _ in p["qas"]]
+    recall = model.evaluate({"queries": questions, "corpus": contexts}, gold)["recall@1"]
+    assert abs(recall - refs["question_paragraph_recall_at_1"]) <= 0.01, (recall, refs)
