@@ -40,7 +40,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from keras_bert.core.run_files import METRICS
-    from keras_bert.tasks.finetuning.run_directory import scoring_model
     from keras_bert.tasks.finetuning import (
         TaskSource,
         dev_metrics,
@@ -49,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         score_split,
         write_metrics,
     )
+    from keras_bert.tasks.finetuning.run_directory import scoring_model
 
     require_directory(args.model, "--model")
     require_task_data(args)

@@ -19,13 +19,13 @@ import keras
 from keras import ops
 
 from keras_bert.model.encoder import BertEncoder
-from keras_bert.tasks import recipe
 from keras_bert.model.models import (
     BertTask,
     float32_logits,
     head_initializer,
 )
 from keras_bert.model.models import encoder_inputs as fresh_inputs
+from keras_bert.tasks import recipe
 
 
 def _face():

@@ -36,7 +36,7 @@ import sys
 
 import numpy as np
 
-from keras_bert.core.errors import ArgumentError, DataError, InputNotFoundError, OutputError
+from keras_bert.core.errors import ArgumentError, InputNotFoundError, OutputError
 from keras_bert.model.options import EncodeOptions
 from keras_bert.pipelines.plumbing import (
     add_options,
@@ -68,19 +68,11 @@ def default_model() -> str:
 def _read_sentences(args) -> list[str]:
     sentences = list(args.sentences)
     if args.input_file:
+        from keras_bert.tasks.embedding.index import corpus_lines
+
         require_file(args.input_file, "--input_file")
-        with open(args.input_file, "rb") as f:
-            data = f.read()
-        if b"\x00" in data:
-            raise DataError("not a text file (it holds NUL bytes); give UTF-8 text, one "
-                            "sentence a line.", path=args.input_file)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            line = data[:e.start].count(b"\n") + 1
-            raise DataError(f"line {line} is not UTF-8 ({e.reason}); convert the file to "
-                            "UTF-8.", path=args.input_file, line=line) from None
-        sentences += [line.rstrip("\r") for line in text.split("\n") if line.strip()]
+        sentences += [line for line in corpus_lines(args.input_file, "--input_file")
+                      if line.strip()]
     if not sentences:
         raise ArgumentError("no sentences: give them as arguments or in --input_file "
                             "(one a line)", field="sentences")

@@ -27,7 +27,7 @@ def _rows(count, offset):
     words = ["the", "film", "was", "a", "story", "of", "time", "and", "data", "model"]
     rng = np.random.default_rng(offset)
     rows = []
-    for i in range(count):
+    for _ in range(count):
         label = int(rng.integers(2))
         body = " ".join(rng.choice(words, size=int(rng.integers(2, 9))))
         rows.append((f"{body} {'new' if label else 'not'} {body[:5]}".strip(), label))

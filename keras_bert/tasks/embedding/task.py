@@ -205,7 +205,7 @@ class SentenceEmbeddingTask(Task):
     def evaluate(self, examples, predictions) -> dict:
         """Scored pairs: Spearman and Pearson of the cosine with the score; unscored
         pairs: retrieval of each second text among all distinct second texts."""
-        from keras_bert.metrics.retrieval import cosine_rows, retrieval_metrics, sts_metrics
+        from keras_bert.metrics.retrieval import cosine_rows, sts_metrics
 
         pairs = [e for e in examples if isinstance(e, TextPair)]
         if len(pairs) != len(examples) or not pairs:
