@@ -111,6 +111,24 @@ def test_fit_on_scored_pairs_raises_the_correlation():
     model.fit(x={"anchor": first, "positive": second}, y=scores, batch_size=16, verbose=0)
 
 
+def test_lora_trains_only_its_factors():
+    model = _tiny(seed=6)
+    anchors, positives = _pairs(16, seed=6)
+    before = model.encode(anchors)
+    model.enable_lora(2)
+    frozen = {v.path: v.numpy().copy() for v in model.non_trainable_variables
+              if "seed_generator" not in v.path}  # dropout's seeds move
+    assert all("lora" in v.path for v in model.trainable_variables if "kernel" in v.path
+               and "attention" in v.path)
+    model.compile(learning_rate=1e-2)
+    model.fit(x=(anchors, positives), batch_size=8, verbose=0)
+    assert len(frozen) > 10
+    for v in model.non_trainable_variables:
+        if v.path in frozen:
+            np.testing.assert_array_equal(v.numpy(), frozen[v.path], err_msg=v.path)
+    assert np.abs(model.encode(anchors) - before).max() > 1e-4  # the factors learnt
+
+
 def test_evaluate_retrieval_with_a_corpus_and_the_metrics_by_hand():
     model = _tiny(seed=4)
     corpus = ["river boat", "violin piano music", "bread oven", "train station ticket"]
