@@ -12,7 +12,8 @@ The peak learning rate depends on the model's width and the task family. From
 BERT-Base's width (768) up: google-research/bert's per-family defaults (GLUE and SWAG
 2e-5, SQuAD 3e-5, NER 5e-5). Below it (the small BERTs, MiniLM): 2e-4 for sentence
 classification, chosen by measurement (docs/tasks.md, "The recipe": MiniLM on held-out
-SST-2 and MRPC, 3 seeds), and 1e-4 for the other families. The feature-based tagger
+SST-2 and MRPC, 3 seeds), and 1e-4 for the other families (for sentence embeddings
+measured too: MiniLM on STS-B, docs/embedding.md). The feature-based tagger
 trains a BiLSTM from scratch on a frozen encoder: 1e-3.
 
 Example:
