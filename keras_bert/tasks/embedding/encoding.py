@@ -21,7 +21,7 @@ from keras_bert.tasks.text_inputs import positive_int
 
 # Batches in flight at once. One batch's forward pass leaves cores idle between its ops
 # (and TF's CPU MatMuls on these small shapes scale poorly over two threads); a second
-# batch run beside it from another thread fills them: 3.8 s instead of 4.6 s for the
+# batch run beside it from another thread fills them: 3.9 s instead of 4.4 s for the
 # 2,000 sentences of `benchmarks/embedding_encode.py` on 2 cores, outputs unchanged
 # (each batch is computed exactly as alone). Three were no faster.
 CONCURRENT_BATCHES = 2
