@@ -223,3 +223,30 @@ def test_encode_after_quantize_uses_the_quantized_weights():
     want = np.asarray(model(features.inputs))
     assert np.abs(after - before).max() > 1e-6  # not the float trace
     np.testing.assert_allclose(after, want, atol=1e-5)
+
+
+def test_forward_batches_keeps_order_with_batches_in_flight():
+    # Later batches finish first (shorter sleeps); the rows still come back in order,
+    # and no more than `in_flight` batches run at once.
+    import threading
+    import time
+
+    import tensorflow as tf
+
+    from keras_bert.tasks.embedding.encoding import forward_batches
+
+    running, most, lock = [0], [0], threading.Lock()
+
+    def forward(batch):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.02 * (6 - int(batch[0])))
+        with lock:
+            running[0] -= 1
+        return tf.constant(batch * 10)
+
+    got = forward_batches(forward, [np.array([i, i]) for i in range(6)], in_flight=2)
+    assert [row.tolist() for row in got] == [[10 * i, 10 * i] for i in range(6)]
+    assert most[0] == 2
+    assert forward_batches(forward, []) == []
