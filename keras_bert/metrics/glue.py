@@ -136,8 +136,15 @@ def pearson(x, y) -> float:
     return float(np.clip(x @ y / norm, -1.0, 1.0))
 
 
-def _average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks; tied values share the mean of the ranks they span."""
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks; tied values share the mean of the ranks they span (Spearman's
+    correlation and the ROC AUC of `keras_bert.metrics.retrieval` rank with it).
+
+    Example:
+
+    >>> average_ranks(np.array([3.0, 1.0, 3.0])).tolist()
+    [2.5, 1.0, 2.5]
+    """
     _, group, counts = np.unique(values, return_inverse=True, return_counts=True)
     first = np.cumsum(counts) - counts  # 0-based rank where each group starts
     return (first + (counts + 1) / 2.0)[group]
@@ -159,7 +166,7 @@ def spearmanr(x, y) -> float:
     0.948683
     """
     x, y = _pair(x, y, "x and y")
-    return pearson(_average_ranks(x), _average_ranks(y))
+    return pearson(average_ranks(x), average_ranks(y))
 
 
 def glue_task_key(task_name: str) -> str:

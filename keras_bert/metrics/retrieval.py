@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from keras_bert.core.errors import ArgumentError
-from keras_bert.metrics.glue import _average_ranks, pearson, spearmanr
+from keras_bert.metrics.glue import average_ranks, pearson, spearmanr
 
 RECALL_AT = (1, 5, 10)
 RANKED_AT = 10  # MRR@10 and nDCG@10
@@ -57,7 +57,7 @@ def roc_auc(labels, scores) -> float:
     labels = np.asarray(labels)
     if labels.ndim != 1 or set(np.unique(labels).tolist()) != {0, 1}:
         raise ArgumentError("labels must hold both 0 and 1, one per score.", field="labels")
-    ranks = _average_ranks(np.asarray(scores, np.float64))
+    ranks = average_ranks(np.asarray(scores, np.float64))
     positives = int(labels.sum())
     negatives = len(labels) - positives
     return float((ranks[labels == 1].sum() - positives * (positives + 1) / 2)
