@@ -132,7 +132,7 @@ class SentenceEmbeddingTask(Task):
         text_pairs)` or `(anchors, positives, negatives)` of equal lists, a list of such
         tuples, or a dict {"anchor", "positive"[, "negative"]} (also "text" and
         "text_pair"); `y` one score per pair, or None."""
-        if isinstance(x, str) or (isinstance(x, (list, np.ndarray)) and len(x)
+        if isinstance(x, str) or (isinstance(x, (list, tuple, np.ndarray)) and len(x)
                                   and all(isinstance(t, str) for t in x)):
             if y is not None:
                 raise ArgumentError("scores (y) go with pairs of texts: give x as "
