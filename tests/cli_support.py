@@ -15,6 +15,23 @@ OWN_DATA_TINY = ["--preset", "tiny", "--vocab_file", OWN_DATA_VOCAB,
                  "1", "--train_batch_size", "8", "--noprogress"]
 
 
+def tiny_cased_checkpoint(directory) -> str:
+    """A tiny random-weight BERT saved in `directory` with the cased `OWN_DATA_VOCAB`
+    (what `encode`, `search` and Beam's tests embed with); returns its path."""
+    import json
+    import shutil
+
+    from keras_bert import BertConfig, BertEncoder
+    from keras_bert.checkpoints import save_encoder
+
+    out = str(directory)
+    save_encoder(BertEncoder(BertConfig.from_preset("tiny", vocab_size=6606)), out)
+    shutil.copy(OWN_DATA_VOCAB, os.path.join(out, "vocab.txt"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"do_lower_case": False}, f)  # the vocab is cased
+    return out
+
+
 def write_text(path, text):
     """Writes `text` (UTF-8) to the pathlib `path`, making its folder; returns `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from cli_support import one_line_error
+from cli_support import one_line_error, tiny_cased_checkpoint
 from conftest import REPO, minilm_path, snapshot_files
 
 from keras_bert.cli import main
@@ -24,15 +24,7 @@ QUERIES = ["a cat on a mat", "markets went down", "music on the piano"]
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from keras_bert import BertConfig, BertEncoder
-    from keras_bert.checkpoints import save_encoder
-
-    out = str(tmp_path_factory.mktemp("search") / "tiny")
-    save_encoder(BertEncoder(BertConfig.from_preset("tiny", vocab_size=6606)), out)
-    shutil.copy(VOCAB, os.path.join(out, "vocab.txt"))
-    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
-        json.dump({"do_lower_case": False}, f)  # the vocab is cased
-    return out
+    return tiny_cased_checkpoint(tmp_path_factory.mktemp("search") / "tiny")
 
 
 def _files(tmp_path, corpus=CORPUS, queries=QUERIES):
